@@ -1,0 +1,51 @@
+# The two commands of the README:
+#   make demo   build the offline world, run the oracle agents on it, print the summary, write plots to runs/world
+#   make test   everything CI checks: install, notebooks <-> package sync, every notebook, pytest
+# Both create .venv on first use and install the pinned CPU torch before the package.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+TORCH  := torch==2.13.0
+STAMP  := $(VENV)/.installed-$(TORCH)
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install demo test sync notebooks pytest lab clean
+
+$(STAMP): setup.py settings.ini
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $@
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/mgrpo-world --out runs/world
+
+test: sync notebooks pytest
+
+# nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/.
+sync: $(STAMP)
+	@snap() { find mgrpo_ref nbs -type f -not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' | sort | xargs sha1sum; }; \
+	before=$$(snap); $(BIN)/nbdev-export && $(BIN)/nbdev-clean || exit 1; after=$$(snap); \
+	if [ "$$before" != "$$after" ]; then echo "sync check failed: nbdev-export/nbdev-clean changed:"; \
+	  diff <(echo "$$before") <(echo "$$after") | grep '^>' | awk '{print "   ", $$3}'; exit 1; fi; \
+	if [ -n "$$CI" ] && [ -n "$$(git status --porcelain -- mgrpo_ref nbs)" ]; then \
+	  echo "sync check failed: git status is not clean:"; git status --porcelain -- mgrpo_ref nbs; exit 1; fi; \
+	echo "sync check: notebooks and mgrpo_ref/ agree"
+sync: SHELL := /bin/bash
+
+notebooks: $(STAMP)
+	$(BIN)/nbdev-test --n-workers 2 --timing
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab nbs
+
+clean:
+	rm -rf runs .pytest_cache .hypothesis

@@ -1,0 +1,35 @@
+"Packaging for mgrpo-ref: metadata from settings.ini, version from mgrpo_ref/__init__.py."
+import re
+from configparser import ConfigParser
+from pathlib import Path
+from setuptools import setup, find_packages
+
+here = Path(__file__).parent
+cfg = ConfigParser(delimiters=['='])
+cfg.read(here/'settings.ini', encoding='utf-8')
+cfg = cfg['DEFAULT']
+version = re.search(r'^__version__\s*=\s*"([^"]+)"', (here/cfg['lib_path']/'__init__.py').read_text(), re.M)[1]
+licenses = {'apache2': 'Apache Software License 2.0'}
+statuses = ['Planning', 'Pre-Alpha', 'Alpha', 'Beta', 'Production/Stable']
+
+setup(
+    name=cfg['lib_name'],
+    version=version,
+    description=cfg['description'],
+    long_description=(here/'README.md').read_text(encoding='utf-8'),
+    long_description_content_type='text/markdown',
+    author=cfg['author'], author_email=cfg['author_email'],
+    license=licenses[cfg['license']],
+    keywords=cfg['keywords'].split(),
+    classifiers=[f"Development Status :: {cfg['status']} - {statuses[int(cfg['status'])]}",
+                 f"License :: OSI Approved :: {licenses[cfg['license']]}",
+                 'Programming Language :: Python :: 3'],
+    python_requires=f">={cfg['min_python']}",
+    packages=find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
+    include_package_data=True,
+    install_requires=cfg['requirements'].split(),
+    extras_require={'dev': cfg['dev_requirements'].split()},
+    entry_points={'console_scripts': cfg['console_scripts'].split(),
+                  'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
+    zip_safe=False,
+)
