@@ -8,7 +8,7 @@ __all__ = ['SUB_KNOBS', 'MAIN_KNOBS', 'OracleNoise', 'oracle_sub', 'oracle_main'
 
 # %% ../nbs/03_oracle.ipynb #17a87ccb
 import json as _json
-import random, re, time
+import itertools, random, re, time
 from collections import Counter
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
@@ -154,7 +154,7 @@ def solve(question: Question, setup: OracleSetup, system: str = 'mgrpo', main_no
         agent = oracle_single(question.question, sub_noise, random.Random(f'{base}/single'))
         return run_episode(agent, 'single', question.question, setup.session(f'{base}/single'), max_turns=setup.max_turns_single)
     if system != 'mgrpo': raise ValueError(f"system must be 'mgrpo' or 'single', got {system!r}")
-    calls = iter(range(1000))
+    calls = itertools.count()
     def delegate(task: str) -> Episode:
         i = next(calls)
         return run_episode(oracle_sub(task, sub_noise, random.Random(f'{base}/sub{i}')), 'sub', task,
