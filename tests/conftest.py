@@ -17,3 +17,20 @@ def world():
 @pytest.fixture(scope='session')
 def setup(world):
     return OracleSetup.for_world(world)
+
+
+def pytest_addoption(parser):
+    parser.addoption('--runslow', action='store_true', default=False, help='also run tests marked slow')
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption('--runslow'): return
+    skip = pytest.mark.skip(reason='slow: run with --runslow')
+    for item in items:
+        if 'slow' in item.keywords: item.add_marker(skip)
+
+
+@pytest.fixture(scope='session')
+def policy(world):
+    from mgrpo_ref.policy import tiny_policy
+    return tiny_policy(world, seed=0)
