@@ -18,7 +18,7 @@ from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
 from .world import RELATIONS, Page, Question, read_fact, World, WorldConfig, build_world, parse_question, plot_world
-from .tools import BM25Search, PageStore, ToolSession, exact_match, search_recall, plot_recall
+from .tools import Toolbox, ToolSession, exact_match, search_recall, plot_recall
 from .protocol import (FINAL_ACTION, SYSTEM_PROMPTS, FormatCheck, parse_turn, validate_trajectory, observe,
                                 render_report, parse_results, parse_page, parse_report)
 
@@ -133,18 +133,16 @@ def run_episode(agent: Generator[str, str, None], role: str, prompt: str, tools:
 @dataclass
 class OracleSetup:
     "The tools and limits the scripted agents run with."
-    engine: BM25Search            # search backend
-    store: PageStore              # page backend
-    k: int = 5                    # search results per query
+    tools: Toolbox                # tool backends and per-episode view
     max_turns_main: int = 6       # turn cap of the main agent (3 hops + answer fit)
     max_turns_sub: int = 6        # turn cap of a sub-agent episode
     max_turns_single: int = 12    # turn cap of the single agent (3 hops x up to 3 tool calls + answer)
 
     @classmethod
     def for_world(cls, world: World, **kw) -> 'OracleSetup':
-        return cls(BM25Search(world.pages), PageStore(world.pages), **kw)
+        return cls(Toolbox.for_world(world), **kw)
 
-    def session(self, seed: str) -> ToolSession: return ToolSession(self.engine, self.store, k=self.k, seed=seed)
+    def session(self, seed: str) -> ToolSession: return self.tools.session(seed)
 
 def solve(question: Question, setup: OracleSetup, system: str = 'mgrpo', main_noise: OracleNoise = OracleNoise(),
           sub_noise: OracleNoise = OracleNoise(), seed: int = 0) -> Episode:
@@ -211,7 +209,7 @@ def plot_noise_sweep(df):
 def world_summary(world: World, setup: OracleSetup | None = None, limit: int | None = None) -> dict:
     "Sizes, hop histograms, search recall@1/@5 per hop and clean oracle accuracy per split."
     setup = setup or OracleSetup.for_world(world)
-    recall = search_recall(world, setup.engine, ks=(1, 5))
+    recall = search_recall(world, setup.tools.search, ks=(1, 5))
     return {
         'seed': world.config.seed,
         'n_entities': len(world.entities),
@@ -250,7 +248,7 @@ def mgrpo_world(
         import matplotlib; matplotlib.use('Agg')
         d = Path(out); world.to_jsonl(d/'world')
         sweep = noise_sweep(world, setup=setup, progress=True); sweep.to_csv(d/'noise_sweep.csv', index=False)
-        for name, fig in (('world.png', plot_world(world)), ('recall.png', plot_recall(search_recall(world, setup.engine))),
+        for name, fig in (('world.png', plot_world(world)), ('recall.png', plot_recall(search_recall(world, setup.tools.search))),
                           ('noise_sweep.png', plot_noise_sweep(sweep))):
             fig.savefig(d/name, dpi=110)
         summary['out'] = str(d)

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['Hit', 'ToolError', 'SearchBackend', 'PageBackend', 'first_sentence', 'BM25Search', 'PageStore', 'ToolSession',
-           'search_recall', 'plot_recall', 'normalize_answer', 'exact_match', 'token_f1']
+           'Toolbox', 'search_recall', 'plot_recall', 'normalize_answer', 'exact_match', 'token_f1']
 
 # %% ../nbs/01_tools.ipynb #79d51b19
 import random, re, string
@@ -128,6 +128,25 @@ class ToolSession:
             key = self._from_alias[key]
         page = self.pages.visit(key)
         return page if isinstance(page, ToolError) else Page(self._alias(page.id), page.title, page.text)
+
+# %% ../nbs/01_tools.ipynb #4304ca31
+@dataclass
+class Toolbox:
+    "An environment's tool backends and how each episode sees them."
+    search: SearchBackend    # search backend
+    pages: PageBackend       # page backend
+    k: int = 5               # results per search
+    shuffle: bool = True     # shuffle each result list per episode
+    alias_ids: bool = True   # per-episode page-id aliases
+
+    @classmethod
+    def for_world(cls, world: World, **kw) -> 'Toolbox':
+        "BM25 search and the page store over `world`'s pages."
+        return cls(BM25Search(world.pages), PageStore(world.pages), **kw)
+
+    def session(self, seed: int | str) -> ToolSession:
+        "The tools of one episode."
+        return ToolSession(self.search, self.pages, k=self.k, shuffle=self.shuffle, alias_ids=self.alias_ids, seed=seed)
 
 # %% ../nbs/01_tools.ipynb #cf774ce1
 def search_recall(world: World, engine: SearchBackend, ks: tuple[int, ...] = (1, 2, 3, 5, 10),
