@@ -9,7 +9,7 @@ cfg = ConfigParser(delimiters=['='])
 cfg.read(here/'settings.ini', encoding='utf-8')
 cfg = cfg['DEFAULT']
 version = re.search(r'^__version__\s*=\s*"([^"]+)"', (here/cfg['lib_path']/'__init__.py').read_text(), re.M)[1]
-licenses = {'apache2': 'Apache Software License 2.0'}
+licenses = {'apache2': 'Apache-2.0'}  # SPDX identifiers
 statuses = ['Planning', 'Pre-Alpha', 'Alpha', 'Beta', 'Production/Stable']
 
 setup(
@@ -22,7 +22,6 @@ setup(
     license=licenses[cfg['license']],
     keywords=cfg['keywords'].split(),
     classifiers=[f"Development Status :: {cfg['status']} - {statuses[int(cfg['status'])]}",
-                 f"License :: OSI Approved :: {licenses[cfg['license']]}",
                  'Programming Language :: Python :: 3'],
     python_requires=f">={cfg['min_python']}",
     packages=find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),

@@ -31,9 +31,13 @@ def _pre_tokenizer():
     return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
 
 def world_texts(world) -> list[str]:
-    "Every text an agent can meet in `world`: pages, questions, sub-questions, prompts, tool messages."
-    from mgrpo_ref.protocol import SYSTEM_PROMPTS
+    "Every text an agent can meet in `world`: pages, questions, sub-questions, prompts, observations, tool messages."
+    import string
+    from mgrpo_ref.protocol import SYSTEM_PROMPTS, render_results, render_page, render_report, render_error
+    from mgrpo_ref.tools import Hit, ToolError
     texts = [f'{p.title} {p.text}' for p in world.pages]
+    texts += [render_results([Hit('d00', 't', 's')]), render_results([]), render_page(world.pages[0]), render_report(None),
+              render_error(ToolError('visit', "unknown page id 'd0'")), ' '.join(string.punctuation)]
     texts += [f'{q.question} {q.answer} ' + ' '.join(h.question for h in q.chain) for qs in world.questions.values() for q in qs]
     texts += list(SYSTEM_PROMPTS.values()) + ['system user assistant tool', 'unknown no results no result ...']
     texts += ["visit: unknown page id 'd0': visit an id from your search results",

@@ -111,7 +111,7 @@ def validate_trajectory(turns: list[str], role: str, max_turns: int | None = Non
 # %% ../nbs/02_protocol.ipynb #0bfdfec6
 def render_results(hits: list[Hit]) -> str:
     "The observation for a list of search hits."
-    lines = [f'[{h.id}] {h.title} | {h.snippet}' for h in hits] or ['no results']
+    lines = [f'{h.title} [{h.id}] {h.snippet}' for h in hits] or ['no results']
     return '<results>\n' + '\n'.join(lines) + '\n</results>'
 
 def render_page(page: Page) -> str:
@@ -135,7 +135,7 @@ def observe(turn: ParsedTurn, tools: ToolSession) -> str:
     return render_results(out) if turn.action == 'search' else render_page(out)
 
 # %% ../nbs/02_protocol.ipynb #52f8ea74
-_HIT_LINE = re.compile(r'^\[(?P<id>[^\]]+)\] (?P<title>.*?) \| (?P<snippet>.*)$')
+_HIT_LINE = re.compile(r'^(?P<title>[^\[\]]*?) \[(?P<id>[^\]]+)\] (?P<snippet>.*)$')
 
 def parse_results(observation: str) -> list[Hit]:
     "The hits listed in a `<results>` observation (empty for anything else)."

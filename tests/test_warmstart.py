@@ -1,0 +1,116 @@
+"Warm start: demonstrations follow the rollout engine's tokenisation, SFT learns, the command works."
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from mgrpo_ref.oracle import OracleNoise, OracleSetup, solve
+from mgrpo_ref.policy import Sample, SamplingConfig, tiny_policy
+from mgrpo_ref.rollout import RolloutConfig, run_tool_episodes
+from mgrpo_ref.tools import Toolbox
+from mgrpo_ref.warmstart import (WarmStartConfig, demonstrations, episode_tokens, load_policies, save_policies, sft,
+                                 sft_loss, warm_start)
+
+
+class Replay:
+    "A stand-in policy that replays one oracle episode's turns, to compare token sequences with the engine's."
+    def __init__(self, policy, turns):
+        self.inner, self.turns = policy, list(turns)
+        self.chat, self.tokenizer, self.pad_id = policy.chat, policy.tokenizer, policy.pad_id
+
+    def decode(self, ids): return self.inner.decode(ids)
+
+    def sample(self, prompts, cfg, seeds, role):
+        ids = self.tokenizer(self.turns.pop(0), add_special_tokens=False).input_ids
+        return [Sample(ids, [0.0] * len(ids), 'stop')]
+
+
+def test_demonstrations_match_the_rollout_engine(world, policy):
+    "An oracle sub-episode tokenised for SFT equals the trajectory the engine builds when the same turns are sampled."
+    setup = OracleSetup.for_world(world)
+    toolbox = Toolbox.for_world(world)
+    for q in world.questions['train'][:5]:
+        ep = solve(q, setup, 'mgrpo', sub_noise=OracleNoise(), seed=0)
+        for i, sub in enumerate(ep.subs):
+            ids, mask = episode_tokens(sub, policy.chat)
+            # replay the oracle's turns through the engine, with the same per-episode tool seed
+            key = (0, q.qid, 0, i)
+            box = Toolbox(toolbox.search, toolbox.pages)
+            box.session = lambda seed, _s=setup, _q=q, _i=i: _s.session(f'0/{_q.qid}/sub{_i}')
+            t = run_tool_episodes(Replay(policy, sub.turns), 'sub', [(key, sub.prompt)], box, RolloutConfig(), seed=0)[0]
+            assert t.format.ok and t.input_ids == ids and t.loss_mask == mask
+
+
+def test_sft_fits_demonstrations(world):
+    pol = tiny_policy(world, seed=3)
+    data = demonstrations(world, WarmStartConfig(questions=10, samples_per_question=1), pol.chat)['sub'][:16]
+    before = sft_loss(pol.model, data, pol.pad_id).item()
+    sft(pol, data, 40, WarmStartConfig(batch_size=16, lr=3e-3))
+    with torch.no_grad(): after = sft_loss(pol.model, data, pol.pad_id).item()
+    assert after < 0.3 * before, (before, after)
+
+
+def test_sft_loss_counts_only_agent_tokens(world, policy):
+    ids, mask = [1, 5, 6, 7, 8], [0, 0, 1, 1, 0]
+    with torch.no_grad():
+        lp = policy.logprobs([ids])[0]
+        want = -(lp[2] + lp[3]) / 2
+        assert torch.allclose(sft_loss(policy.model, [(ids, mask)], policy.pad_id), want, atol=1e-5)
+
+
+def test_warm_start_roundtrip(tmp_path, world):
+    cfg = WarmStartConfig(questions=8, samples_per_question=1, steps_main=2, steps_sub=2, steps_single=2, batch_size=4)
+    pols, curves = warm_start(world, cfg)
+    assert set(pols) == set(curves) == {'main', 'sub', 'single'} and all(len(c) == 2 for c in curves.values())
+    save_policies(pols, tmp_path / 'ws', meta={'note': 'test'})
+    again = load_policies(tmp_path / 'ws')
+    p = pols['main'].chat.prompt_ids('s', 'Who founded X?')
+    a = pols['main'].sample([p], SamplingConfig(max_new_tokens=8), [1], 'main')[0]
+    b = again['main'].sample([p], SamplingConfig(max_new_tokens=8), [1], 'main')[0]
+    assert a.token_ids == b.token_ids
+    with pytest.raises(FileNotFoundError, match='no policy folder'):
+        load_policies(tmp_path / 'nope')
+
+
+def test_bad_warm_start_config():
+    with pytest.raises(ValueError, match='WarmStartConfig.batch_size must be positive, got 0'):
+        WarmStartConfig(batch_size=0)
+    with pytest.raises(ValueError, match='OracleNoise.first_result'):
+        WarmStartConfig(sub_noise=OracleNoise(first_result=2))
+
+
+EXE = shutil.which('mgrpo-rollout') or str(Path(sys.executable).parent / 'mgrpo-rollout')
+
+
+@pytest.mark.parametrize('mode', ['mgrpo', 'single'])
+def test_rollout_command_json(mode):
+    r = subprocess.run([EXE, '--mode', mode, '--questions', '3', '--k', '2', '--json'], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout.strip().splitlines()[-1])
+    assert s['mode'] == mode and s['episodes'] == 6 and 0 <= s['accuracy'] <= 1 and s['gen_tokens_per_s'] > 0
+    roles = ['main', 'sub'] if mode == 'mgrpo' else ['single']
+    assert set(s['format_ok_rate']) <= set(roles) and set(s['mean_turns']) <= set(roles) and roles[0] in s['format_ok_rate']
+    if mode == 'mgrpo': assert sum(s['d_hist'].values()) == 6
+
+
+def test_rollout_command_warmstart_and_checkpoint(tmp_path):
+    out = tmp_path / 'ckpt'
+    r = subprocess.run([EXE, '--warmstart', '--warmstart-steps', '2', '--save', str(out), '--questions', '2', '--k', '1'],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert all((out / role / 'config.json').is_file() for role in ('main', 'sub', 'single'))
+    r = subprocess.run([EXE, '--checkpoint', str(out), '--mode', 'single', '--questions', '2', '--k', '1', '--json'],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and json.loads(r.stdout.strip().splitlines()[-1])['episodes'] == 2
+
+
+@pytest.mark.parametrize('args,msg', [(['--mode', 'trio'], "--mode must be 'mgrpo' or 'single', got 'trio'"),
+                                      (['--checkpoint', '/nonexistent'], 'has no policy folder'),
+                                      (['--k', '0'], '--questions and --k must be >= 1')])
+def test_rollout_command_bad_input(args, msg):
+    r = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and msg in r.stderr and 'Traceback' not in r.stderr
