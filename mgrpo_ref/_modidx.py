@@ -106,6 +106,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.rollout._Episode.end': ('rollout.html#_episode.end', 'mgrpo_ref/rollout.py'),
                                    'mgrpo_ref.rollout._max_turns': ('rollout.html#_max_turns', 'mgrpo_ref/rollout.py'),
                                    'mgrpo_ref.rollout._sample_round': ('rollout.html#_sample_round', 'mgrpo_ref/rollout.py'),
+                                   'mgrpo_ref.rollout._sampling': ('rollout.html#_sampling', 'mgrpo_ref/rollout.py'),
                                    'mgrpo_ref.rollout.plot_d_hist': ('rollout.html#plot_d_hist', 'mgrpo_ref/rollout.py'),
                                    'mgrpo_ref.rollout.plot_trajectory': ('rollout.html#plot_trajectory', 'mgrpo_ref/rollout.py'),
                                    'mgrpo_ref.rollout.rollout_mgrpo': ('rollout.html#rollout_mgrpo', 'mgrpo_ref/rollout.py'),

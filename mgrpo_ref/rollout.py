@@ -54,8 +54,8 @@ class Trajectory:
 class RolloutConfig:
     "How episodes are sampled and bounded."
     k: int = 8                                   # main (or single) rollouts per question: the group size K
-    main_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(max_new_tokens=32))
-    sub_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(max_new_tokens=32))
+    main_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(max_new_tokens=32))  # main and single agent turns
+    sub_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(max_new_tokens=32))   # sub-agent turns
     max_turns_main: int = 6                      # main agent turn cap (delegations + answer)
     max_turns_sub: int = 6                       # sub-agent turn cap
     max_turns_single: int = 12                   # single agent turn cap
@@ -84,25 +84,30 @@ class _Episode:
     def add_observation(self, ids: list[int], sampling: SamplingConfig, cfg: 'RolloutConfig'):
         "Append an observation, or end the episode if it and one more turn would not fit the context budget."
         if len(self.t.input_ids) + len(ids) + sampling.max_new_tokens > cfg.max_context:
-            return self.end('context', _max_turns(self.t.role, cfg))
+            return self.end('context', cfg)
         self.t.input_ids += ids; self.t.loss_mask += [0] * len(ids); self.t.logprobs += [0.0] * len(ids)
 
-    def end(self, finish: str, max_turns: int):
+    def end(self, finish: str, cfg: 'RolloutConfig'):
         self.done, self.t.finish = True, finish
-        self.t.format = validate_trajectory(self.t.turns, self.t.role, max_turns)
+        self.t.format = validate_trajectory(self.t.turns, self.t.role, _max_turns(self.t.role, cfg))
         if not self.t.format.ok and finish == 'context':
             self.t.format = FormatCheck(False, self.t.format.turns, f"context budget exhausted after {len(self.t.turns)} turns")
 
 def _max_turns(role: str, cfg: RolloutConfig) -> int:
     return {'main': cfg.max_turns_main, 'sub': cfg.max_turns_sub, 'single': cfg.max_turns_single}[role]
 
-def _sample_round(policy: Policy, eps: list[_Episode], sampling: SamplingConfig, cfg: RolloutConfig, seed: int,
+def _sampling(role: str, cfg: RolloutConfig) -> SamplingConfig:
+    "The sub-agent samples with `sub_sampling`; the main and the single agent with `main_sampling`."
+    return cfg.sub_sampling if role == 'sub' else cfg.main_sampling
+
+def _sample_round(policy: Policy, eps: list[_Episode], cfg: RolloutConfig, seed: int,
                   stats: Counter) -> list[tuple[_Episode, object]]:
     "Sample the next turn of every live episode that has room; returns (episode, parsed turn) pairs."
     role = eps[0].t.role
+    sampling = _sampling(role, cfg)
     ready = []
     for e in eps:
-        if len(e.t.input_ids) + sampling.max_new_tokens > cfg.max_context: e.end('context', _max_turns(role, cfg))
+        if len(e.t.input_ids) + sampling.max_new_tokens > cfg.max_context: e.end('context', cfg)
         else: ready.append(e)
     if not ready: return []
     t0 = time.perf_counter()
@@ -115,9 +120,9 @@ def _sample_round(policy: Policy, eps: list[_Episode], sampling: SamplingConfig,
         text = policy.decode(s.token_ids)
         e.add_turn(s, text)
         turn = parse_turn(text, role)
-        if not turn.ok: e.end('malformed', _max_turns(role, cfg))
-        elif turn.action == FINAL_ACTION[role]: e.end('done', _max_turns(role, cfg))
-        elif len(e.t.turns) >= _max_turns(role, cfg): e.end('turn_cap', _max_turns(role, cfg))
+        if not turn.ok: e.end('malformed', cfg)
+        elif turn.action == FINAL_ACTION[role]: e.end('done', cfg)
+        elif len(e.t.turns) >= _max_turns(role, cfg): e.end('turn_cap', cfg)
         else: out.append((e, turn))
     return out
 
@@ -126,12 +131,11 @@ def run_tool_episodes(policy: Policy, role: str, jobs: list[tuple[Key, str]], to
     "Run one tool-loop episode of `role` ('sub' or 'single') per `(key, prompt)` job, all batched together."
     if role not in ('sub', 'single'): raise ValueError(f"run_tool_episodes runs 'sub' or 'single' episodes, got {role!r}")
     stats = Counter() if stats is None else stats
-    sampling = cfg.sub_sampling
     eps = [_Episode(key, role, prompt, policy, toolbox.session(repr((seed, key)))) for key, prompt in jobs]
     live = list(eps)
     while live:
-        for e, turn in _sample_round(policy, live, sampling, cfg, seed, stats):
-            e.add_observation(policy.chat.observation_ids(observe(turn, e.tools)), sampling, cfg)
+        for e, turn in _sample_round(policy, live, cfg, seed, stats):
+            e.add_observation(policy.chat.observation_ids(observe(turn, e.tools)), _sampling(role, cfg), cfg)
         live = [e for e in live if not e.done]
     return [e.t for e in eps]
 
@@ -178,13 +182,13 @@ def run_main_episodes(policy: Policy, jobs: list[tuple[Key, str]], client: SubAg
     eps = [_Episode(key, 'main', q, policy) for key, q in jobs]
     live = list(eps)
     while live:
-        delegating = _sample_round(policy, live, cfg.main_sampling, cfg, seed, stats)
+        delegating = _sample_round(policy, live, cfg, seed, stats)
         requests = [SubRequest(e.t.key + (len(e.t.sub_keys),), turn.argument) for e, turn in delegating]
         responses = client.run(requests) if requests else []
         for (e, _), req, resp in zip(delegating, requests, responses):
             if resp.key != req.key: raise RuntimeError(f"sub-agent answered {resp.key} to request {req.key}")
             e.t.sub_keys.append(req.key); e.t.reports.append(resp.report)
-            e.add_observation(policy.chat.observation_ids(render_report(resp.report)), cfg.main_sampling, cfg)
+            e.add_observation(policy.chat.observation_ids(render_report(resp.report)), _sampling('main', cfg), cfg)
         live = [e for e in live if not e.done]
     return [e.t for e in eps]
 
@@ -201,8 +205,7 @@ def rollout_single(questions: list[Question], policy: Policy, toolbox: Toolbox, 
     "K single-agent rollouts per question; returns the trajectories and statistics."
     stats = Counter()
     jobs = [((step, q.qid, k), q.question) for q in questions for k in range(cfg.k)]
-    single_cfg = RolloutConfig(**{**cfg.__dict__, 'sub_sampling': cfg.main_sampling})
-    return run_tool_episodes(policy, 'single', jobs, toolbox, single_cfg, seed, stats), stats
+    return run_tool_episodes(policy, 'single', jobs, toolbox, cfg, seed, stats), stats
 
 # %% ../nbs/06_rollout.ipynb #d13a5563
 def summarize(finals: list[Trajectory], answers: dict[str, str], subs: list[Trajectory] = (),
