@@ -51,9 +51,10 @@ class WarmStartConfig:
     seed: int = 0                          # seed of the demonstrations, the models and the SFT batches
 
     def __post_init__(self):
-        for f in ('samples_per_question', 'steps_main', 'steps_sub', 'steps_single', 'batch_size'):
-            if getattr(self, f) < 0 or (f in ('samples_per_question', 'batch_size') and getattr(self, f) < 1):
-                raise ValueError(f"WarmStartConfig.{f} must be positive, got {getattr(self, f)}")
+        for f in ('samples_per_question', 'batch_size'):
+            if getattr(self, f) < 1: raise ValueError(f"WarmStartConfig.{f} must be >= 1, got {getattr(self, f)}")
+        for f in ('steps_main', 'steps_sub', 'steps_single'):
+            if getattr(self, f) < 0: raise ValueError(f"WarmStartConfig.{f} must be >= 0, got {getattr(self, f)}")
         if not self.lr > 0: raise ValueError(f"WarmStartConfig.lr must be > 0, got {self.lr}")
 
 def demonstrations(world: World, cfg: WarmStartConfig, chat: ChatFormat) -> dict[str, list[tuple[list[int], list[int]]]]:

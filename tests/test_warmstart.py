@@ -77,8 +77,10 @@ def test_warm_start_roundtrip(tmp_path, world):
 
 
 def test_bad_warm_start_config():
-    with pytest.raises(ValueError, match='WarmStartConfig.batch_size must be positive, got 0'):
+    with pytest.raises(ValueError, match='WarmStartConfig.batch_size must be >= 1, got 0'):
         WarmStartConfig(batch_size=0)
+    with pytest.raises(ValueError, match='WarmStartConfig.steps_sub must be >= 0, got -1'):
+        WarmStartConfig(steps_sub=-1)
     with pytest.raises(ValueError, match='OracleNoise.first_result'):
         WarmStartConfig(sub_noise=OracleNoise(first_result=2))
 
