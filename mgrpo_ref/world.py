@@ -58,7 +58,7 @@ def compose_question(start: str, path: tuple[str, ...]) -> str:
     return RELATIONS[path[-1]].question.format(s=s)
 
 def _template_re(template: str) -> re.Pattern:
-    return re.compile('^' + re.escape(template).replace(re.escape('{s}'), '(.+)') + '$')
+    return re.compile('^' + re.escape(template).replace(re.escape('{s}'), '(.+)') + '$', re.IGNORECASE)
 
 _QUESTION_RES = [(name, _template_re(r.question)) for name, r in RELATIONS.items()]
 _PHRASE_RES = [(name, _template_re(r.phrase)) for name, r in RELATIONS.items() if r.phrase]
