@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from mgrpo_ref.policy import Policy, SamplingConfig, tiny_policy
+from mgrpo_ref.policy import Policy, tiny_policy
 from mgrpo_ref.rollout import InProcessSubAgent, RolloutConfig, run_main_episodes, run_tool_episodes
 from mgrpo_ref.tools import Toolbox
 from mgrpo_ref.world import build_world

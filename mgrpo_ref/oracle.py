@@ -8,16 +8,16 @@ __all__ = ['SUB_KNOBS', 'MAIN_KNOBS', 'OracleNoise', 'oracle_sub', 'oracle_main'
 
 # %% ../nbs/03_oracle.ipynb #17a87ccb
 import json as _json
-import itertools, random, re, time
+import itertools, random, time
 from collections import Counter
-from dataclasses import dataclass, field, asdict, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Generator
 
 from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
-from .world import RELATIONS, Page, Question, read_fact, World, WorldConfig, build_world, parse_question, plot_world
+from .world import RELATIONS, Question, read_fact, World, WorldConfig, build_world, parse_question, plot_world
 from .tools import Toolbox, ToolSession, exact_match, search_recall, plot_recall
 from .protocol import (FINAL_ACTION, SYSTEM_PROMPTS, FormatCheck, parse_turn, validate_trajectory, observe,
                                 render_report, parse_results, parse_page, parse_report)

@@ -8,8 +8,8 @@ __all__ = ['CHAT_TEMPLATE', 'SPECIAL_TOKENS', 'protocol_tags', 'world_texts', 'b
            'smollm2_path', 'load_smollm2']
 
 # %% ../nbs/05_policy.ipynb #d2daa823
-import json, math, re
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -173,7 +173,6 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
     next_pos = pos[:, -1] + 1                                                 # (B,)
     toks, lps = [[] for _ in range(B)], [[] for _ in range(B)]
     finish, alive = [None] * B, torch.ones(B, dtype=torch.bool)
-    stop_t = torch.tensor(sorted(stop_ids), dtype=torch.long)
     for step in range(cfg.max_new_tokens):
         if cfg.temperature == 0:
             logp = F.log_softmax(logits, -1)                                 # (B, V)

@@ -10,7 +10,7 @@ __all__ = ['RELATIONS', 'ENTITY_TYPES', 'ANAPHORA', 'Relation', 'relation_paths'
 # %% ../nbs/00_world.ipynb #92e3b1d6
 import json, random, re
 from collections import Counter
-from dataclasses import dataclass, field, asdict, fields
+from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
 # %% ../nbs/00_world.ipynb #f10fa6d4

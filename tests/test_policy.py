@@ -5,7 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from mgrpo_ref.policy import Policy, SamplingConfig, TinyModelConfig, sample, tiny_model
+from mgrpo_ref.policy import Policy, SamplingConfig, TinyModelConfig, tiny_model
 
 
 def _prompts(policy, world, n):

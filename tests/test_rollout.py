@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mgrpo_ref.policy import Sample, SamplingConfig, tiny_policy
-from mgrpo_ref.rollout import (InProcessSubAgent, RolloutConfig, SubResponse, rollout_mgrpo, rollout_single,
+from mgrpo_ref.rollout import (InProcessSubAgent, RolloutConfig, rollout_mgrpo, rollout_single,
                                run_tool_episodes, summarize)
 from mgrpo_ref.tools import Toolbox
 
