@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'SPECIAL_TOKENS', 'protocol_tags', 'world_texts', 'build_tokenizer', 'ChatFormat', 'TinyModelConfig',
-           'tiny_model', 'SamplingConfig', 'Sample', 'sample', 'sequence_logprobs', 'Policy', 'tiny_policy',
-           'smollm2_path', 'load_smollm2']
+           'tiny_model', 'SamplingConfig', 'Sample', 'sample', 'token_logprobs', 'sequence_logprobs', 'Policy',
+           'tiny_policy', 'smollm2_path', 'load_smollm2']
 
 # %% ../nbs/05_policy.ipynb #d2daa823
 import json
@@ -195,10 +195,19 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
     return [Sample(t, l, f) for t, l, f in zip(toks, lps, finish)]
 
 # %% ../nbs/05_policy.ipynb #3c281634
+def token_logprobs(model, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
+                   entropy: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    "Log-probs (b, L) of a right-padded batch, entry t = log p(x_t | x_<t) (entry 0 is 0); optionally the entropies of those distributions."
+    T = temperature if temperature > 0 else 1.0
+    logits = model(input_ids=ids, attention_mask=attention_mask).logits.float() / T       # (b, L, V)
+    logp_all = torch.log_softmax(logits[:, :-1], -1)                                         # (b, L-1, V)
+    lp = F.pad(logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1), (1, 0))                   # (b, L)
+    if not entropy: return lp
+    return lp, F.pad(-(logp_all.exp() * logp_all).sum(-1), (1, 0))                          # (b, L), (b, L)
+
 def sequence_logprobs(model, seqs: list[list[int]], pad_id: int, temperature: float = 1.0,
                       micro_batch: int = 64, grad: bool = False) -> list[torch.Tensor]:
     "Per-token log-probs of each sequence: entry t is log p(x_t | x_<t) at `temperature` (entry 0 is 0)."
-    T = temperature if temperature > 0 else 1.0
     dev = next(model.parameters()).device
     out = []
     for i in range(0, len(seqs), micro_batch):
@@ -207,10 +216,7 @@ def sequence_logprobs(model, seqs: list[list[int]], pad_id: int, temperature: fl
         ids = torch.full((len(chunk), L), pad_id, dtype=torch.long, device=dev)                 # (b, L)
         mask = torch.zeros((len(chunk), L), dtype=torch.long, device=dev)                        # (b, L)
         for b, s in enumerate(chunk): ids[b, :len(s)] = torch.tensor(s, device=dev); mask[b, :len(s)] = 1
-        with torch.set_grad_enabled(grad):
-            logits = model(input_ids=ids, attention_mask=mask).logits.float() / T               # (b, L, V)
-            lp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).squeeze(-1)  # (b, L-1)
-            lp = F.pad(lp, (1, 0))                                                                # (b, L)
+        with torch.set_grad_enabled(grad): lp = token_logprobs(model, ids, mask, temperature)   # (b, L)
         out += [lp[b, :len(s)] for b, s in enumerate(chunk)]
     return out
 
