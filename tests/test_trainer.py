@@ -1,0 +1,143 @@
+"The co-located trainer: config validation, the seam between the sides, skipped updates, every mode, exact resume."
+import copy, json
+
+import pytest
+import torch
+
+from mgrpo_ref.rollout import RolloutConfig, SubRequest
+from mgrpo_ref.store import MemoryStore
+from mgrpo_ref.trainer import AgentTrainer, OptimConfig, TrainConfig, Trainer
+from mgrpo_ref.loss import LossConfig
+
+
+def small_cfg(**kw):
+    base = dict(steps=1, questions_per_step=3, rollout=RolloutConfig(k=3, max_turns_main=4, max_turns_sub=3, max_turns_single=6),
+                eval_every=0, eval_questions=4, eval_samples=1, checkpoint_every=0, main_optim=OptimConfig(lr=3e-3),
+                sub_optim=OptimConfig(lr=3e-3))
+    return TrainConfig(**{**base, **kw})
+
+
+def params(policy):
+    return torch.cat([p.detach().flatten().clone() for p in policy.model.parameters()])
+
+
+@pytest.fixture
+def warm(warm_policies):
+    return {r: copy.deepcopy(p) for r, p in warm_policies.items()}
+
+
+@pytest.mark.parametrize('kw, msg', [
+    (dict(mode='ppo'), 'TrainConfig.mode must be one of'),
+    (dict(d_max=0), 'TrainConfig.d_max must be an integer >= 1, got 0'),
+    (dict(rollout=RolloutConfig(k=1)), 'TrainConfig.rollout.k (K) must be >= 2'),
+    (dict(questions_per_step=0), 'TrainConfig.questions_per_step must be >= 1, got 0'),
+    (dict(align_mode='ragged'), "TrainConfig.align_mode must be 'fill_from_query' or 'empty'"),
+])
+def test_bad_config_fails_before_anything_runs(kw, msg):
+    with pytest.raises(ValueError) as e: TrainConfig(**kw)
+    assert msg in str(e.value)
+
+
+def test_missing_policy_or_checkpoint_is_named(world, policy, tmp_path):
+    with pytest.raises(ValueError, match=r"mode 'mgrpo' needs policies for \['main', 'sub'\], missing \['sub'\]"):
+        Trainer(world, small_cfg(), {'main': policy})
+    with pytest.raises(FileNotFoundError, match='no checkpoint to resume from'):
+        Trainer(world, small_cfg(), {'main': policy, 'sub': policy}, out=tmp_path, resume=True)
+
+
+class SpyStore(MemoryStore):
+    def __init__(self):
+        super().__init__(); self.written = []
+    def put_records(self, run, step, records):
+        self.written.append(records); super().put_records(run, step, records)
+
+
+def test_sides_exchange_only_statistics(world, warm):
+    "The main side never holds sub-agent tokens and the sub side never holds main-agent tokens."
+    store = SpyStore()
+    tr = Trainer(world, small_cfg(), warm, store=store)
+    seen = {'main': [], 'sub': []}
+    for role, t in tr.trainers.items():
+        orig = t.update
+        t.update = lambda trajs, adv, orig=orig, role=role: (seen[role].extend({x.role for x in trajs}), orig(trajs, adv))[1]
+    m = tr.step(0)
+    assert seen['main'] == ['main'] * len(seen['main']) and set(seen['sub']) <= {'sub'}
+    assert m['sub/episodes'] > 0
+    # what crossed the store: one record of scalars per main rollout, nothing else
+    (records,) = store.written
+    assert len(records) == 3 * 3 and all(set(r) == {'R_M', 'correct', 'format_ok', 'd_k', 'main_version'} for r in records.values())
+    assert all(isinstance(v, (int, float, bool)) for r in records.values() for v in r.values())
+    # neither side keeps a reference to the other's policy
+    assert all(v is not warm['sub'] for v in vars(tr.main).values())
+    assert all(v is not warm['main'] for v in vars(tr.sub).values())
+    assert tr.main.client is tr.sub and not tr.sub.agent.cache            # the sub side emptied its own cache
+
+
+def test_zero_signal_skips_and_is_counted(world, policy):
+    "Fresh policies write malformed turns: every reward is 0, so both agents skip and nothing moves."
+    pols = {'main': copy.deepcopy(policy), 'sub': copy.deepcopy(policy)}
+    before = {r: params(p) for r, p in pols.items()}
+    tr = Trainer(world, small_cfg(), pols)
+    m = tr.step(0)
+    assert m['main/skipped'] == m['sub/skipped'] == 'zero_signal' and m['main/zero_signal'] == 1.0
+    assert all(torch.equal(before[r], params(pols[r])) for r in pols)
+    assert tr.trainers['main'].skipped['zero_signal'] == 1 and tr.trainers['main'].version == 0
+
+
+def test_nonfinite_loss_skips_update(world, warm):
+    pol = warm['sub']
+    tr = AgentTrainer(pol, 'sub', OptimConfig(), LossConfig())
+    trainer = Trainer(world, small_cfg(mode='frozen_main'), warm)
+    trainer.sub.run([SubRequest((0, 'q', k, 0), 'Who founded Plibrox Labs?') for k in range(2)])
+    subs = trainer.sub.agent.pop()
+    with torch.no_grad(): next(pol.model.parameters())[0, 0] = float('nan')
+    before = params(pol)
+    m = tr.update(subs, torch.tensor([1.0, -1.0]))
+    assert m['skipped'] == 'nonfinite' and tr.skipped['nonfinite'] == 1 and tr.version == 0
+    after = params(pol)
+    assert torch.equal(before.nan_to_num(7.0), after.nan_to_num(7.0)) and not tr.opt.state
+    with torch.no_grad(): next(pol.model.parameters())[0, 0] = 0.0
+    assert tr.update(subs, torch.tensor([1.0, -1.0]))['skipped'] is None and tr.version == 1   # training goes on
+
+
+@pytest.mark.parametrize('mode', ['mgrpo', 'frozen_sub', 'frozen_main', 'mgrpo_ragged', 'single'])
+def test_every_mode_runs_a_step(world, warm, mode):
+    before = {r: params(p) for r, p in warm.items()}
+    tr = Trainer(world, small_cfg(mode=mode), warm)
+    m = tr.step(0)
+    roles = ('single',) if mode == 'single' else ('main', 'sub')
+    for r in roles:
+        frozen = mode == f'frozen_{r}'
+        assert m[f'{r}/skipped'] == 'frozen' if frozen else m[f'{r}/skipped'] in (None, 'zero_signal')
+        moved = not torch.equal(before[r], params(warm[r]))
+        assert moved == (m[f'{r}/skipped'] is None), (r, m[f'{r}/skipped'])
+    if mode == 'mgrpo': assert m['main/skipped'] is None and m['sub/skipped'] is None    # the warm start leaves signal
+    if mode == 'mgrpo_ragged': assert m['align/duplicated'] == m['align/filled'] == m['align/empty'] == 0
+    if mode in ('mgrpo', 'frozen_main', 'frozen_sub'):
+        assert sum(m[f'align/{c}'] for c in ('kept', 'duplicated', 'filled', 'empty')) == 3 * 3 * 2
+
+
+def test_resume_reproduces_uninterrupted_run(world, warm_policies, tmp_path):
+    cfg = small_cfg(steps=4, eval_every=2, checkpoint_every=2)
+    full = {r: copy.deepcopy(p) for r, p in warm_policies.items()}
+    Trainer(world, cfg, full, out=tmp_path / 'full').fit(progress=False)
+
+    cut = {r: copy.deepcopy(p) for r, p in warm_policies.items()}
+    tr = Trainer(world, cfg, cut, out=tmp_path / 'cut')
+    orig = tr.step
+    def crash(s):
+        if s == 3: raise KeyboardInterrupt('simulated crash during step 4')
+        return orig(s)
+    tr.step = crash
+    with pytest.raises(KeyboardInterrupt): tr.fit(progress=False)
+    assert json.loads((tmp_path / 'cut' / 'checkpoint' / 'state.json').read_text())['step'] == 2
+    resumed = {r: copy.deepcopy(p) for r, p in warm_policies.items()}      # weights come from the checkpoint
+    Trainer(world, cfg, resumed, out=tmp_path / 'cut', resume=True).fit(progress=False)
+
+    for r in full: assert torch.equal(params(full[r]), params(resumed[r])), r
+    strip = lambda path: [{k: v for k, v in json.loads(l).items() if not k.startswith('time/')}
+                          for l in (path / 'metrics.jsonl').read_text().splitlines()]
+    a, b = strip(tmp_path / 'full'), strip(tmp_path / 'cut')
+    assert [m['step'] for m in b] == [0, 1, 2, 3, 4] and a == b
+    s = json.loads((tmp_path / 'cut' / 'summary.json').read_text())
+    assert {'eval_accuracy_before', 'eval_accuracy_after', 'steps', 'seconds', 'mode', 'seed'} <= set(s)
