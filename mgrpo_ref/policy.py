@@ -37,10 +37,10 @@ def world_texts(world) -> list[str]:
     from mgrpo_ref.tools import Hit, ToolError
     texts = [f'{p.title} {p.text}' for p in world.pages]
     texts += [render_results([Hit('d00', 't', 's')]), render_results([]), render_page(world.pages[0]), render_report(None),
-              render_error(ToolError('visit', "unknown page id 'd0'")), ' '.join(string.punctuation)]
+              render_error(ToolError('visit', "unknown page 'd0'")), ' '.join(string.punctuation)]
     texts += [f'{q.question} {q.answer} ' + ' '.join(h.question for h in q.chain) for qs in world.questions.values() for q in qs]
     texts += list(SYSTEM_PROMPTS.values()) + ['system user assistant tool', 'unknown no results no result ...']
-    texts += ["visit: unknown page id 'd0': visit an id from your search results",
+    texts += ["visit: unknown page 'd0': visit the title of one of your search results", 'visit the id of',
               'search: empty query: give some words to search for', 'search: query has 0 words, more than the limit of 32']
     texts += [f'd{i:02d}' for i in range(100)] + [str(i) for i in range(100)]
     return texts

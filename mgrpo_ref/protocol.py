@@ -110,13 +110,14 @@ def validate_trajectory(turns: list[str], role: str, max_turns: int | None = Non
 
 # %% ../nbs/02_protocol.ipynb #0bfdfec6
 def render_results(hits: list[Hit]) -> str:
-    "The observation for a list of search hits."
-    lines = [f'{h.title} [{h.id}] {h.snippet}' for h in hits] or ['no results']
+    "The observation for a list of search hits: `[title] snippet` per hit (`title [id] snippet` when pages have separate ids)."
+    lines = [f'[{h.id}] {h.snippet}' if h.id == h.title else f'{h.title} [{h.id}] {h.snippet}' for h in hits] or ['no results']
     return '<results>\n' + '\n'.join(lines) + '\n</results>'
 
 def render_page(page: Page) -> str:
     "The observation for a visited page."
-    return f'<page>\n[{page.id}] {page.title}\n{page.text}\n</page>'
+    head = f'[{page.id}]' if page.id == page.title else f'[{page.id}] {page.title}'
+    return f'<page>\n{head}\n{page.text}\n</page>'
 
 def render_report(report: str | None) -> str:
     "The observation the main agent gets back from a delegation (None: the sub-agent produced no result)."
@@ -135,16 +136,17 @@ def observe(turn: ParsedTurn, tools: ToolSession) -> str:
     return render_results(out) if turn.action == 'search' else render_page(out)
 
 # %% ../nbs/02_protocol.ipynb #52f8ea74
-_HIT_LINE = re.compile(r'^(?P<title>[^\[\]]*?) \[(?P<id>[^\]]+)\] (?P<snippet>.*)$')
+_HIT_LINE = re.compile(r'^(?:(?P<title>[^\[\]]*?) )?\[(?P<id>[^\]]+)\] (?P<snippet>.*)$')
 
 def parse_results(observation: str) -> list[Hit]:
     "The hits listed in a `<results>` observation (empty for anything else)."
-    return [Hit(m['id'], m['title'], m['snippet']) for line in str(observation).splitlines() if (m := _HIT_LINE.match(line))]
+    return [Hit(m['id'], m['title'] if m['title'] is not None else m['id'], m['snippet'])
+            for line in str(observation).splitlines() if (m := _HIT_LINE.match(line))]
 
 def parse_page(observation: str) -> Page | None:
     "The page in a `<page>` observation, or None."
-    m = re.match(r'^<page>\n\[(?P<id>[^\]]+)\] (?P<title>.*)\n(?P<text>.*)\n</page>$', str(observation), re.S)
-    return Page(m['id'], m['title'], m['text']) if m else None
+    m = re.match(r'^<page>\n\[(?P<id>[^\]]+)\](?: (?P<title>[^\n]*))?\n(?P<text>.*)\n</page>$', str(observation), re.S)
+    return Page(m['id'], m['title'] if m['title'] is not None else m['id'], m['text']) if m else None
 
 def parse_report(observation: str) -> str | None:
     "The text inside a `<report>` observation, or None."
@@ -158,9 +160,9 @@ SYSTEM_PROMPTS: dict[str, str] = {
              "<delegate>sub-question</delegate> or <answer>final answer</answer>. "
              "Reports come back as <report>...</report>."),
     'sub': ("You are a search agent. Find the answer to the task with the tools. Each turn: optionally "
-            "<think>...</think>, then exactly one of <search>query</search>, <visit>page id</visit> or "
-            "<result>answer</result>. Pick pages by their exact title."),
+            "<think>...</think>, then exactly one of <search>query</search>, <visit>page title</visit> or "
+            "<result>answer</result>. Visit the result whose title is exactly the task's subject."),
     'single': ("You are a research agent. Answer the question with the tools. Each turn: optionally "
-               "<think>...</think>, then exactly one of <search>query</search>, <visit>page id</visit> or "
-               "<answer>final answer</answer>. Pick pages by their exact title."),
+               "<think>...</think>, then exactly one of <search>query</search>, <visit>page title</visit> or "
+               "<answer>final answer</answer>. Visit the result whose title is exactly the subject you need."),
 }

@@ -40,5 +40,5 @@ def policy(world):
 def warm_policies(world):
     "Tiny main, sub and single policies after a short supervised warm start: some rollouts well-formed, some not."
     from mgrpo_ref.warmstart import WarmStartConfig, warm_start
-    policies, _ = warm_start(world, WarmStartConfig(questions=48, steps_main=40, steps_sub=40, steps_single=40, batch_size=8))
+    policies, _ = warm_start(world, WarmStartConfig(questions=48, steps_main=40, steps_sub=120, steps_single=40, batch_size=8))
     return policies

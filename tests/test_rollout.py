@@ -1,5 +1,4 @@
 "Rollouts: token-in/token-out, batched == one at a time, every failure path ends only its episode."
-import re
 from collections import Counter
 
 import pytest
@@ -13,7 +12,7 @@ from mgrpo_ref.tools import Toolbox
 
 class RulePolicy:
     """A protocol-following stand-in for tests: it writes valid turns from the token ids it is shown
-    (search the task, visit the first listed page, report a word of it; delegate the question, answer with
+    (search the task, visit the first listed title, report a word of it; delegate the question, answer with
     the report), and scores them with the real model so behaviour log-probs are real.
     `flaky` makes every n-th episode (by seed) write a malformed turn; `stubborn` makes the sub-agent
     search forever (it hits the turn cap)."""
@@ -37,8 +36,10 @@ class RulePolicy:
         final = 'result' if role == 'sub' else 'answer'
         if n_obs == 0 or self.stubborn: return '<search> ' + ' '.join(first) + ' </search>'
         if n_obs == 1:
-            ids_shown = [t for t in toks[len(toks) - 1 - toks[::-1].index('<results>'):] if re.fullmatch(r'd\d+', t)]
-            return f'<visit> {ids_shown[0]} </visit>' if ids_shown else f'<{final}> unknown </{final}>'
+            shown = toks[len(toks) - 1 - toks[::-1].index('<results>'):]                 # '[' title ']' snippet per hit
+            if '[' not in shown: return f'<{final}> unknown </{final}>'
+            start = shown.index('[') + 1
+            return '<visit> ' + ' '.join(shown[start:shown.index(']', start)]) + ' </visit>'
         return f'<{final}> {toks[-8]} </{final}>'
 
     def sample(self, prompts, cfg, seeds, role):

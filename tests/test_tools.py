@@ -53,19 +53,23 @@ def world_tools():
     return ToolSession(BM25Search(w.pages), PageStore(w.pages), seed=0)
 
 
-def test_session_errors_and_aliases(world):
-    s = ToolSession(BM25Search(world.pages), PageStore(world.pages), seed=3)
-    assert s.search('') == ToolError('search', 'empty query: give some words to search for')
-    assert 'unknown page id' in s.visit('p0001').message           # real ids are hidden behind aliases
-    hits = s.search(world.questions['test'][0].chain[0].question)
-    assert all(re.fullmatch(r'd\d\d', h.id) for h in hits) and len({h.id for h in hits}) == len(hits)
-    assert s.visit(hits[0].id).title == hits[0].title
-    plain = ToolSession(BM25Search(world.pages), PageStore(world.pages), shuffle=False, alias_ids=False)
+def test_session_errors_and_handles(world):
+    for handles in ('title', 'alias'):
+        s = ToolSession(BM25Search(world.pages), PageStore(world.pages), handles=handles, seed=3)
+        assert s.search('') == ToolError('search', 'empty query: give some words to search for')
+        assert 'unknown page' in s.visit('p0001').message           # backend ids are hidden
+        assert 'unknown page' in s.visit(world.pages[0].title).message    # nothing shown yet: no title resolves
+        hits = s.search(world.questions['test'][0].chain[0].question)
+        assert len({h.id for h in hits}) == len(hits)
+        if handles == 'alias': assert all(re.fullmatch(r'd\d\d', h.id) for h in hits)
+        else: assert all(h.id == h.title for h in hits)
+        for h in hits: assert s.visit(h.id).title == h.title
+    plain = ToolSession(BM25Search(world.pages), PageStore(world.pages), shuffle=False, handles='id')
     assert plain.search('Who founded') == BM25Search(world.pages).search('Who founded', 5)
 
 
 def test_alias_pool_overflow_keeps_ids_unique(world):
-    s = ToolSession(BM25Search(world.pages), PageStore(world.pages), k=10, alias_pool=3, seed=0)
+    s = ToolSession(BM25Search(world.pages), PageStore(world.pages), k=10, handles='alias', alias_pool=3, seed=0)
     ids = [h.id for q in world.questions['test'][:5] for h in s.search(q.question)]
     titles = [h.title for q in world.questions['test'][:5] for h in s.search(q.question)]
     assert len(set(ids)) == len(set(titles))
@@ -92,3 +96,10 @@ def test_f1_properties(a, b):
     pa, pb = normalize_answer(a).split(), normalize_answer(b).split()
     assert (f == 1.0) == (Counter(pa) == Counter(pb))
     assert exact_match(a, b) == (normalize_answer(a) == normalize_answer(b))
+
+
+def test_titles_are_unique_so_they_can_name_pages():
+    for seed in range(4):
+        w = build_world(seed=seed)
+        titles = [' '.join(p.title.lower().split()) for p in w.pages]
+        assert len(set(titles)) == len(titles), seed
