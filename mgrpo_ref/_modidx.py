@@ -245,6 +245,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                   'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Trainer.step': ('trainer.html#trainer.step', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer._build': ('trainer.html#_build', 'mgrpo_ref/trainer.py'),
+                                   'mgrpo_ref.trainer._final_metrics': ('trainer.html#_final_metrics', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer._mean': ('trainer.html#_mean', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer._merge': ('trainer.html#_merge', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer._prefixed': ('trainer.html#_prefixed', 'mgrpo_ref/trainer.py'),

@@ -9,7 +9,7 @@ __all__ = ['MODES', 'OptimConfig', 'TrainConfig', 'AgentTrainer', 'MainSide', 'S
 # %% ../nbs/13_trainer.ipynb #c0b3797d
 import json, math, random, time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -146,6 +146,12 @@ def _mean(xs) -> float: return sum(xs) / len(xs) if xs else 0.0
 
 def _prefixed(prefix: str, d: dict) -> dict: return {f'{prefix}/{k}': v for k, v in d.items()}
 
+def _final_metrics(trajs: list[Trajectory], rewards: list[float], records: dict, ainfo) -> dict:
+    "What a main (or single) agent's batch looked like."
+    return {'reward': _mean(rewards), 'accuracy': _mean([r['correct'] for r in records.values()]),
+            'format_ok': _mean([t.format.ok for t in trajs]), 'turns': _mean([len(t.turns) for t in trajs]),
+            'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(t.n_generated for t in trajs)}
+
 class MainSide:
     "The main server's half of a step."
     def __init__(self, policy: Policy, trainer: AgentTrainer | None, client: SubAgentClient, store: StatsStore, cfg: TrainConfig):
@@ -164,9 +170,7 @@ class MainSide:
         t2 = time.perf_counter()
         upd = self.trainer.update(mains, adv) if self.trainer else {'skipped': 'frozen'}
         d = Counter(t.d for t in mains)
-        return {**_prefixed('main', {'reward': _mean(rewards), 'accuracy': _mean([r['correct'] for r in records.values()]),
-                                      'format_ok': _mean([t.format.ok for t in mains]), 'turns': _mean([len(t.turns) for t in mains]),
-                                      'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(t.n_generated for t in mains), **upd}),
+        return {**_prefixed('main', {**_final_metrics(mains, rewards, records, ainfo), **upd}),
                 'd_mean': _mean([t.d for t in mains]), 'd_hist': {str(k): d[k] for k in sorted(d)},
                 'time/rollout': t1 - t0, 'time/main_update': time.perf_counter() - t2, 'time/main_score': t2 - t1}
 
@@ -214,16 +218,13 @@ class SingleSide:
         adv, ainfo = main_advantages([t.key for t in trajs], rewards)
         t2 = time.perf_counter()
         upd = self.trainer.update(trajs, adv)
-        return {**_prefixed('single', {'reward': _mean(rewards), 'accuracy': _mean([r['correct'] for r in records.values()]),
-                                        'format_ok': _mean([t.format.ok for t in trajs]), 'turns': _mean([len(t.turns) for t in trajs]),
-                                        'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(t.n_generated for t in trajs), **upd}),
+        return {**_prefixed('single', {**_final_metrics(trajs, rewards, records, ainfo), **upd}),
                 'time/rollout': t1 - t0, 'time/main_score': t2 - t1, 'time/main_update': time.perf_counter() - t2}
 
 # %% ../nbs/13_trainer.ipynb #57ef5093
 def evaluate_system(world: World, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
                     limit: int | None = None, seed: int = 0, split: str = 'test') -> dict:
     "Greedy and sampled accuracy (and format-ok rate) of the two-agent system, or of the single agent, on `split`."
-    from dataclasses import replace
     qs = world.questions[split][:limit]
     toolbox = Toolbox.for_world(world)
     out = {}
@@ -260,7 +261,7 @@ class Trainer:
             expert = SubtaskAnswers(world) if cfg.reward.beta_exp else None
             self.sub = SubSide(policies['sub'], self.trainers.get('sub'), toolbox, store, cfg, expert)
             self.main = MainSide(policies['main'], self.trainers.get('main'), self.sub, store, cfg)
-        self.start = 0
+        self.start, self.history = 0, []                   # first step to run; metric lines so far
         if resume: self._resume()
 
     def questions(self, step: int) -> list[Question]:
@@ -294,7 +295,7 @@ class Trainer:
 
     # -- run directory -------------------------------------------------------------------------------
     def _log(self, m: dict) -> None:
-        self.history = getattr(self, 'history', []) + [m]
+        self.history.append(m)
         if self.out is None: return
         self.out.mkdir(parents=True, exist_ok=True)
         with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
