@@ -159,7 +159,7 @@ class MainSide:
 
     def step(self, step: int, questions: list[Question]) -> dict:
         cfg, t0 = self.cfg, time.perf_counter()
-        mains, stats = rollout_mgrpo(questions, self.policy, self.client, cfg.rollout, step, cfg.seed)
+        mains, _ = rollout_mgrpo(questions, self.policy, self.client, cfg.rollout, step, cfg.seed)
         t1 = time.perf_counter()
         rewards, records = score_mains(mains, {q.qid: q.answer for q in questions}, cfg.reward)
         version = self.trainer.version if self.trainer else 0
@@ -223,10 +223,10 @@ class SingleSide:
 
 # %% ../nbs/13_trainer.ipynb #57ef5093
 def evaluate_system(world: World, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
-                    limit: int | None = None, seed: int = 0, split: str = 'test') -> dict:
+                    limit: int | None = None, seed: int = 0, split: str = 'test', toolbox: Toolbox | None = None) -> dict:
     "Greedy and sampled accuracy (and format-ok rate) of the two-agent system, or of the single agent, on `split`."
     qs = world.questions[split][:limit]
-    toolbox = Toolbox.for_world(world)
+    toolbox = toolbox or Toolbox.for_world(world)         # pass one in to reuse its search index
     out = {}
     greedy = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
                      sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
@@ -247,7 +247,8 @@ class Trainer:
         if missing: raise ValueError(f"mode {cfg.mode!r} needs policies for {list(cfg.roles)}, missing {missing}")
         self.world, self.cfg, self.policies = world, cfg, {r: policies[r] for r in cfg.roles}
         self.out = Path(out) if out is not None else None
-        toolbox, store = Toolbox.for_world(world), store or MemoryStore()
+        self.toolbox = toolbox = Toolbox.for_world(world)
+        store = store or MemoryStore()
         temp = {'main': cfg.rollout.main_sampling.temperature, 'single': cfg.rollout.main_sampling.temperature,
                 'sub': cfg.rollout.sub_sampling.temperature}
         make = lambda r, o: AgentTrainer(policies[r], r, o, cfg.loss, temp[r], cfg.num_iterations)
@@ -279,7 +280,8 @@ class Trainer:
     def evaluate(self) -> dict:
         "Held-out accuracy of the current policies."
         c = self.cfg
-        return evaluate_system(self.world, self.policies, c.mode, c.rollout, c.eval_samples, c.eval_questions, seed=c.seed + 10**6)
+        return evaluate_system(self.world, self.policies, c.mode, c.rollout, c.eval_samples, c.eval_questions,
+                               seed=c.seed + 10**6, toolbox=self.toolbox)
 
     def fit(self, progress: bool = True) -> dict:
         "Train for `cfg.steps` steps (from the resumed step); returns the summary."
