@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['MODES', 'OptimConfig', 'TrainConfig', 'AgentTrainer', 'MainSide', 'SubSide', 'SingleSide', 'evaluate_system',
-           'Trainer', 'plot_run', 'parse_overrides', 'mgrpo_train']
+           'Trainer', 'plot_run', 'parse_overrides', 'config_fields', 'mgrpo_train']
 
 # %% ../nbs/13_trainer.ipynb #c0b3797d
 import json, math, random, time
@@ -33,7 +33,7 @@ MODES = ('mgrpo', 'frozen_sub', 'frozen_main', 'mgrpo_ragged', 'single')
 @dataclass
 class OptimConfig:
     "One agent's optimizer."
-    lr: float = 1e-3              # AdamW learning rate (constant)
+    lr: float = 3e-4              # AdamW learning rate (constant); 1e-3 destabilises the tiny main agent within ~10 steps
     betas: tuple[float, float] = (0.9, 0.99)  # AdamW betas
     weight_decay: float = 0.0     # AdamW weight decay
     grad_clip: float = 1.0        # max gradient norm (<= 0: no clipping)
@@ -50,7 +50,7 @@ class TrainConfig:
     rollout: RolloutConfig = field(default_factory=lambda: RolloutConfig(k=8))  # K, sampling, turn caps, context
     d_max: int = 2                           # D_max: sub-trajectory slots per main rollout
     align_mode: str = 'fill_from_query'      # d_k = 0 policy: 'fill_from_query' or 'empty' ('ragged' in mode mgrpo_ragged)
-    reward: RewardConfig = field(default_factory=RewardConfig)  # alpha/beta weights, answer matching
+    reward: RewardConfig = field(default_factory=lambda: RewardConfig(beta_exp=0.5))  # alpha/beta weights (with the sub-agent's expert term), answer matching
     loss: LossConfig = field(default_factory=LossConfig)         # clipping, KL, aggregation, micro-batch
     main_optim: OptimConfig = field(default_factory=OptimConfig)  # the main (or single) agent's optimizer
     sub_optim: OptimConfig = field(default_factory=OptimConfig)   # the sub-agent's optimizer
@@ -382,6 +382,11 @@ def parse_overrides(text: str | None) -> dict:
 def _merge(a: dict, b: dict) -> dict:
     return {**a, **{k: _merge(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v for k, v in b.items()}}
 
+def config_fields(config: str | None = None, overrides: str | None = None) -> dict:
+    "The TrainConfig fields of JSON file `config` (none: the defaults) with `overrides` (as `parse_overrides` reads them) merged in."
+    d = json.loads(Path(config).read_text()) if config else {}
+    return _merge(d, parse_overrides(overrides))
+
 @call_parse
 def mgrpo_train(
     mode: str = None,               # mgrpo, frozen_sub, frozen_main, mgrpo_ragged or single (default: the config's, else mgrpo)
@@ -400,8 +405,7 @@ def mgrpo_train(
     from mgrpo_ref.warmstart import WarmStartConfig, load_policies, save_policies, warm_start
     from mgrpo_ref.world import WorldConfig, build_world
     try:
-        d = json.loads(Path(config).read_text()) if config else {}
-        d = _merge(d, parse_overrides(set))
+        d = config_fields(config, set)
         d.update({k: v for k, v in (('mode', mode), ('seed', seed), ('steps', steps)) if v is not None})
         cfg = TrainConfig.from_dict(d)
         if checkpoint and not Path(checkpoint).is_dir(): raise FileNotFoundError(f"--checkpoint {checkpoint!r} is not a folder")

@@ -36,13 +36,14 @@ def episode_tokens(ep: Episode, chat: ChatFormat) -> tuple[list[int], list[int]]
 @dataclass
 class WarmStartConfig:
     "The demonstrations and the supervised fine-tuning of the warm start."
-    samples_per_question: int = 2          # oracle episodes per training question and system
-    questions: int | None = None           # training questions used (None: the whole train split)
+    source: str = 'pool'                   # 'pool': every question of the world's train side; 'split': the train split only
+    samples_per_question: int = 2          # oracle episodes per question and system
+    questions: int | None = None           # use a seeded sample of this many questions (None: all of `source`)
     main_noise: OracleNoise = field(default_factory=OracleNoise)                                  # main oracle: clean
-    sub_noise: OracleNoise = field(default_factory=lambda: OracleNoise(first_result=0.6))       # sub oracle: systematic error
-    single_noise: OracleNoise = field(default_factory=lambda: OracleNoise(first_result=0.6))    # single oracle: the same error
+    sub_noise: OracleNoise = field(default_factory=lambda: OracleNoise(first_result=0.4))       # sub oracle: systematic error
+    single_noise: OracleNoise = field(default_factory=lambda: OracleNoise(first_result=0.4))    # single oracle: the same error
     steps_main: int = 450                  # SFT optimizer steps of the main agent
-    steps_sub: int = 450                   # SFT optimizer steps of the sub-agent
+    steps_sub: int = 900                   # SFT optimizer steps of the sub-agent
     steps_single: int = 450                # SFT optimizer steps of the single agent
     batch_size: int = 32                   # sequences per SFT step
     lr: float = 3e-3                       # AdamW learning rate (constant)
@@ -56,11 +57,13 @@ class WarmStartConfig:
         for f in ('steps_main', 'steps_sub', 'steps_single'):
             if getattr(self, f) < 0: raise ValueError(f"WarmStartConfig.{f} must be >= 0, got {getattr(self, f)}")
         if not self.lr > 0: raise ValueError(f"WarmStartConfig.lr must be > 0, got {self.lr}")
+        if self.source not in ('pool', 'split'): raise ValueError(f"WarmStartConfig.source must be 'pool' or 'split', got {self.source!r}")
 
 def demonstrations(world: World, cfg: WarmStartConfig, chat: ChatFormat) -> dict[str, list[tuple[list[int], list[int]]]]:
-    "Tokenised oracle episodes of the train split: {'main': [...], 'sub': [...], 'single': [...]}."
+    "Tokenised oracle episodes of train-side questions: {'main': [...], 'sub': [...], 'single': [...]}."
     setup = OracleSetup.for_world(world)
-    qs = world.questions['train'][:cfg.questions]
+    qs = world.question_pool('train') if cfg.source == 'pool' else world.questions['train']
+    if cfg.questions is not None: qs = random.Random(cfg.seed).sample(qs, min(cfg.questions, len(qs)))
     data = {'main': [], 'sub': [], 'single': []}
     for rep in range(cfg.samples_per_question):
         seed = cfg.seed * 1000 + rep

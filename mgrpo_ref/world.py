@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['RELATIONS', 'ENTITY_TYPES', 'ANAPHORA', 'Relation', 'relation_paths', 'compose_question', 'parse_question',
            'invented_words', 'WorldConfig', 'Entity', 'Page', 'Hop', 'Question', 'fact_value', 'read_fact',
-           'gold_chain', 'World', 'build_world', 'plot_world']
+           'gold_chain', 'question_pools', 'World', 'build_world', 'plot_world']
 
 # %% ../nbs/00_world.ipynb #92e3b1d6
 import json, random, re
@@ -274,12 +274,9 @@ def _apportion(n: int, weights: tuple[float, ...]) -> list[int]:
     for i in sorted(range(len(raw)), key=lambda i: out[i] - raw[i])[:n - sum(out)]: out[i] += 1
     return out
 
-def _make_questions(ents: list[Entity], cfg: WorldConfig, rng: random.Random) -> tuple[dict[str, list[Question]], list[str]]:
+def question_pools(ents: list[Entity], held: set[str]) -> dict[tuple[str, int], list[tuple[Entity, tuple[str, ...], list[Hop]]]]:
+    "Every question each split may ask, by (split, hops): (start entity, relation path, gold chain)."
     by_id = {e.id: e for e in ents}
-    held = set()
-    for t in ENTITY_TYPES:
-        of_type = [e.id for e in ents if e.type == t]
-        held |= set(rng.sample(of_type, max(1, round(cfg.test_fraction * len(of_type)))))
     pools = {(s, h): [] for s in ('train', 'test') for h in (1, 2, 3)}
     for e in ents:
         for h in (1, 2, 3):
@@ -287,6 +284,18 @@ def _make_questions(ents: list[Entity], cfg: WorldConfig, rng: random.Random) ->
                 chain, ids = gold_chain(e, path, by_id)
                 split = 'test' if e.id in held else 'train' if not held.intersection(ids) else None
                 if split: pools[(split, h)].append((e, path, chain))
+    return pools
+
+def _question(qid: str, split: str, start: Entity, path: tuple[str, ...], chain: list[Hop]) -> Question:
+    return Question(qid=qid, question=compose_question(start.name, path), answer=chain[-1].answer,
+                    split=split, hops=len(path), chain=chain)
+
+def _make_questions(ents: list[Entity], cfg: WorldConfig, rng: random.Random) -> tuple[dict[str, list[Question]], list[str]]:
+    held = set()
+    for t in ENTITY_TYPES:
+        of_type = [e.id for e in ents if e.type == t]
+        held |= set(rng.sample(of_type, max(1, round(cfg.test_fraction * len(of_type)))))
+    pools = question_pools(ents, held)
     questions = {}
     for split, n in (('train', cfg.train_questions), ('test', cfg.test_questions)):
         picked = []
@@ -297,9 +306,7 @@ def _make_questions(ents: list[Entity], cfg: WorldConfig, rng: random.Random) ->
                                  f"lower WorldConfig.{split}_questions or raise the family counts")
             picked += rng.sample(pool, n_h)
         rng.shuffle(picked)
-        questions[split] = [Question(qid=f'{split}-{i:04d}', question=compose_question(e.name, path), answer=chain[-1].answer,
-                                     split=split, hops=len(path), chain=chain)
-                            for i, (e, path, chain) in enumerate(picked)]
+        questions[split] = [_question(f'{split}-{i:04d}', split, *item) for i, item in enumerate(picked)]
     return questions, sorted(held)
 
 # %% ../nbs/00_world.ipynb #def32c0b
@@ -321,6 +328,13 @@ class World:
     held_out: list[str]
 
     def __post_init__(self): self._pages = {p.id: p for p in self.pages}
+
+    def question_pool(self, split: str = 'train') -> list[Question]:
+        "Every question of `split`'s side of the world (the split's questions are a sample of it), qids `{split}-pool-NNNNN`."
+        if split not in ('train', 'test'): raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        pools = question_pools(self.entities, set(self.held_out))
+        items = [x for h in (1, 2, 3) for x in pools[(split, h)]]
+        return [_question(f'{split}-pool-{i:05d}', split, *x) for i, x in enumerate(items)]
 
     def page(self, page_id: str) -> Page:
         "The page with id `page_id`."
