@@ -1,6 +1,8 @@
-# The two commands of the README:
-#   make demo   build the offline world, run the oracle agents on it, print the summary, write plots to runs/world
-#   make test   everything CI checks: install, notebooks <-> package sync, every notebook, pytest
+# The commands of the README:
+#   make demo        train M-GRPO on the toy world from the warm start (made once, about 12 minutes), curves and summary in runs/demo
+#   make test        everything CI checks: install, notebooks <-> package sync, every notebook, pytest
+#   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
+#   make experiment  the paper's comparison: every arm x 3 seeds from the warm start, results in runs/experiment
 # Both create .venv on first use and install the pinned CPU torch before the package.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -11,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test sync notebooks pytest slow smollm2 lab clean
+.PHONY: install demo world experiment test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,8 +24,20 @@ $(STAMP): setup.py settings.ini
 
 install: $(STAMP)
 
-demo: $(STAMP)
+# the warm-started tiny policies every training command starts from (made once; delete runs/warmstart to redo)
+WARM := runs/warmstart/warmstart.json
+$(WARM): | $(STAMP)
+	$(BIN)/mgrpo-rollout --warmstart --save runs/warmstart --questions 120 --k 2
+
+demo: $(STAMP) $(WARM)
+	rm -rf runs/demo
+	$(BIN)/mgrpo-train --mode mgrpo --steps 40 --checkpoint runs/warmstart --out runs/demo --set eval_every=10
+
+world: $(STAMP)
 	$(BIN)/mgrpo-world --out runs/world
+
+experiment: $(STAMP) $(WARM)
+	$(BIN)/mgrpo-experiment --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment
 
 test: sync notebooks pytest
 
@@ -51,7 +65,7 @@ smollm2: $(STAMP)
 
 # the slow paths too: notebook cells marked slow and tests marked slow (SmolLM2 included)
 slow: smollm2
-	$(BIN)/nbdev-test --n-workers 1 --flags slow
+	$(BIN)/nbdev-test --n-workers 1 --flags slow --cell-timeout 7200
 	$(BIN)/python -m pytest -q -p no:cacheprovider --runslow
 
 lab: $(STAMP)

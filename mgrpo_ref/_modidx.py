@@ -257,6 +257,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.trainer.Trainer._log': ('trainer.html#trainer._log', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Trainer._resume': ('trainer.html#trainer._resume', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Trainer._summary': ('trainer.html#trainer._summary', 'mgrpo_ref/trainer.py'),
+                                   'mgrpo_ref.trainer.Trainer.check_out': ('trainer.html#trainer.check_out', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Trainer.evaluate': ('trainer.html#trainer.evaluate', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Trainer.fit': ('trainer.html#trainer.fit', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Trainer.questions': ('trainer.html#trainer.questions', 'mgrpo_ref/trainer.py'),

@@ -7,7 +7,7 @@ __all__ = ['ARMS', 'ExperimentConfig', 'run_one', 'run_experiment', 'collect', '
            'mgrpo_experiment']
 
 # %% ../nbs/15_experiments.ipynb #ea29b000
-import json, os, time
+import json, os, shutil, time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import get_context
@@ -48,7 +48,11 @@ class ExperimentConfig:
 
 # %% ../nbs/15_experiments.ipynb #c05f2002
 def run_one(world_cfg: dict, train_cfg: dict, checkpoint: str, out: str, threads: int | None = None) -> dict:
-    "Train one arm from `checkpoint` into `out` (the body of a worker process); returns its summary."
+    "Train one arm from `checkpoint` into `out` (the body of a worker process); returns its summary. A finished run is reused, an interrupted one resumed from its last checkpoint."
+    out = Path(out)
+    if (out / 'summary.json').exists(): return json.loads((out / 'summary.json').read_text())
+    resume = (out / 'checkpoint' / 'state.json').exists()
+    if not resume and out.exists(): shutil.rmtree(out)    # stopped before its first checkpoint: nothing to resume
     import torch
     from transformers.utils import logging
     logging.disable_progress_bar()                        # no weight-loading bars from every worker
@@ -56,7 +60,7 @@ def run_one(world_cfg: dict, train_cfg: dict, checkpoint: str, out: str, threads
     cfg = TrainConfig.from_dict(train_cfg)
     world = build_world(WorldConfig(**world_cfg))
     policies = load_policies(checkpoint, cfg.roles)
-    return Trainer(world, cfg, policies, out=out).fit(progress=False)
+    return Trainer(world, cfg, policies, out=out, resume=resume).fit(progress=False)
 
 def _plain(cfg) -> dict:
     "A dataclass config as JSON-ready nested dicts (tuples as lists)."

@@ -247,6 +247,7 @@ class Trainer:
         if missing: raise ValueError(f"mode {cfg.mode!r} needs policies for {list(cfg.roles)}, missing {missing}")
         self.world, self.cfg, self.policies = world, cfg, {r: policies[r] for r in cfg.roles}
         self.out = Path(out) if out is not None else None
+        self.check_out(self.out, resume)
         self.toolbox = toolbox = Toolbox.for_world(world)
         store = store or MemoryStore()
         temp = {'main': cfg.rollout.main_sampling.temperature, 'single': cfg.rollout.main_sampling.temperature,
@@ -264,6 +265,12 @@ class Trainer:
             self.main = MainSide(policies['main'], self.trainers.get('main'), self.sub, store, cfg)
         self.start, self.history = 0, []                   # first step to run; metric lines so far
         if resume: self._resume()
+
+    @staticmethod
+    def check_out(out: str | Path | None, resume: bool) -> None:
+        "A fresh run never writes into another run's directory (its metrics would be appended to)."
+        if out is not None and not resume and (Path(out) / 'metrics.jsonl').exists():
+            raise FileExistsError(f"{str(out)!r} already holds a run (metrics.jsonl): resume it or choose another output folder")
 
     def questions(self, step: int) -> list[Question]:
         "The training questions of `step` (a pure function of the seed and the step)."
@@ -410,7 +417,8 @@ def mgrpo_train(
         cfg = TrainConfig.from_dict(d)
         if checkpoint and not Path(checkpoint).is_dir(): raise FileNotFoundError(f"--checkpoint {checkpoint!r} is not a folder")
         if resume and not (Path(out) / 'checkpoint' / 'state.json').exists(): raise FileNotFoundError(f"--resume: no checkpoint in {out!r}")
-    except (ValueError, TypeError, FileNotFoundError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-train: {e}")
+        Trainer.check_out(out, resume)
+    except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-train: {e}")
     world = build_world(WorldConfig(seed=world_seed))
     out_p = Path(out)
     if checkpoint: policies = load_policies(checkpoint, cfg.roles)

@@ -44,6 +44,10 @@ def test_tiny_comparison_from_one_checkpoint(warm_policies, tmp_path):
     for f in ('results.md', 'comparison.png', 'experiment.json', 'mgrpo/seed1/metrics.jsonl', 'single/seed0/summary.json'):
         assert (out / f).is_file(), f
     assert (out / 'results.md').read_text().count('\n| `') == 3       # one row per arm
+    first = (out / 'results.csv').read_text()
+    r = run('--arms', 'mgrpo,frozen_sub,single', '--seeds', '0,1', '--steps', '2', '--set', TINY,    # again: finished runs are reused
+            '--checkpoint', str(ck), '--workers', '2', '--out', str(out), '--quiet')
+    assert r.returncode == 0 and (out / 'results.csv').read_text() == first, r.stderr[-3000:]
     # the two-agent arms of a seed start from the same policies and are evaluated on the same samples
     for s in (0, 1):
         before = df[df.seed == s].set_index('arm')['before']

@@ -40,3 +40,10 @@ def test_tiny_run_and_resume(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     steps = [json.loads(l)['step'] for l in (out / 'metrics.jsonl').read_text().splitlines()]
     assert steps == [0, 1, 2, 3]
+
+
+def test_a_used_output_folder_is_refused_before_any_work(tmp_path):
+    (tmp_path / 'metrics.jsonl').write_text('{"step": 0}\n')
+    r = run('--out', str(tmp_path))
+    assert r.returncode != 0 and 'already holds a run (metrics.jsonl)' in r.stderr, r.stderr[-500:]
+    assert not (tmp_path / 'warmstart').exists()

@@ -44,6 +44,9 @@ def test_missing_policy_or_checkpoint_is_named(world, policy, tmp_path):
         Trainer(world, small_cfg(), {'main': policy})
     with pytest.raises(FileNotFoundError, match='no checkpoint to resume from'):
         Trainer(world, small_cfg(), {'main': policy, 'sub': policy}, out=tmp_path, resume=True)
+    (tmp_path / 'metrics.jsonl').write_text('{"step": 0}\n')               # a fresh run never appends to another run
+    with pytest.raises(FileExistsError, match='already holds a run'):
+        Trainer(world, small_cfg(), {'main': policy, 'sub': policy}, out=tmp_path)
 
 
 class SpyStore(MemoryStore):
