@@ -52,6 +52,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'mgrpo_ref.loss': { 'mgrpo_ref.loss.LossBatch': ('loss.html#lossbatch', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.LossBatch.__getitem__': ('loss.html#lossbatch.__getitem__', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.LossBatch.__len__': ('loss.html#lossbatch.__len__', 'mgrpo_ref/loss.py'),
+                                'mgrpo_ref.loss.LossBatch.micro_batches': ('loss.html#lossbatch.micro_batches', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.LossConfig': ('loss.html#lossconfig', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.LossConfig.__post_init__': ('loss.html#lossconfig.__post_init__', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.LossInfo': ('loss.html#lossinfo', 'mgrpo_ref/loss.py'),

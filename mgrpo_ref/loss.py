@@ -161,9 +161,17 @@ class LossBatch:
 
     def __len__(self) -> int: return len(self.advantages)
 
-    def __getitem__(self, s: slice) -> 'LossBatch':
-        return LossBatch(*(None if t is None else t[s] for t in (self.input_ids, self.attention_mask, self.loss_mask,
-                                                                   self.old_logprobs, self.advantages, self.ref_logprobs)))
+    def __getitem__(self, s: slice | torch.Tensor) -> 'LossBatch':
+        "Rows `s` (a slice or an index tensor), with the columns past their longest trajectory cut off."
+        L = int(self.attention_mask[s].sum(1).max()) if len(self.advantages[s]) else 0
+        return LossBatch(*(None if t is None else t[s] if t.ndim == 1 else t[s][:, :L]
+                           for t in (self.input_ids, self.attention_mask, self.loss_mask, self.old_logprobs,
+                                     self.advantages, self.ref_logprobs)))
+
+    def micro_batches(self, size: int) -> list['LossBatch']:
+        "Chunks of `size` trajectories of similar length (sorted, shortest first), each as short as its longest one."
+        order = torch.argsort(self.attention_mask.sum(1), stable=True)              # (N,)
+        return [self[order[i:i + size]] for i in range(0, len(self), size)]
 
 def loss_batch(trajectories: list, advantages: torch.Tensor | list[float], pad_id: int) -> LossBatch:
     "Right-pad trajectories (with their loss masks and behaviour log-probs) and attach one advantage each."
@@ -185,22 +193,23 @@ def loss_batch(trajectories: list, advantages: torch.Tensor | list[float], pad_i
 
 def reference_logprobs(ref_model, batch: LossBatch, temperature: float = 1.0, micro_batch: int = 16) -> LossBatch:
     "The batch with the reference model's log-probs filled in (for beta_kl > 0)."
+    ref = torch.zeros(batch.input_ids.shape)                                        # (N, L)
     with torch.no_grad():
-        ref = torch.cat([token_logprobs(ref_model, batch.input_ids[i:i + micro_batch], batch.attention_mask[i:i + micro_batch], temperature)
-                         for i in range(0, len(batch), micro_batch)])                # (N, L)
+        for i in range(0, len(batch), micro_batch):
+            mb = batch[i:i + micro_batch]                                            # (b, l), l <= L
+            ref[i:i + micro_batch, :mb.input_ids.shape[1]] = token_logprobs(ref_model, mb.input_ids, mb.attention_mask, temperature).cpu()
     return LossBatch(batch.input_ids, batch.attention_mask, batch.loss_mask, batch.old_logprobs, batch.advantages, ref)
 
 # %% ../nbs/11_loss.ipynb #f6d2a6e5
 def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig(), temperature: float = 1.0
                          ) -> tuple[float, LossInfo]:
-    "Forward and backward over micro-batches; gradients accumulate in `model` as for one big batch."
+    "Forward and backward over length-sorted micro-batches; gradients accumulate in `model` as for one big batch."
     dev = next(model.parameters()).device
     on = batch.loss_mask > 0                                                       # (N, L)
     n_seqs, n_tokens = int(on.any(1).sum()), int(on.sum())
     if n_tokens == 0: raise ValueError("no loss tokens: the batch is empty or fully masked")
     info = LossInfo()
-    for i in range(0, len(batch), cfg.micro_batch):
-        mb = batch[i:i + cfg.micro_batch]
+    for mb in batch.micro_batches(cfg.micro_batch):
         if not (mb.loss_mask > 0).any(): continue
         logp, ent = token_logprobs(model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True)  # (b, L)
         ref = None if mb.ref_logprobs is None else mb.ref_logprobs.to(dev)
