@@ -42,3 +42,11 @@ def warm_policies(world):
     from mgrpo_ref.warmstart import WarmStartConfig, warm_start
     policies, _ = warm_start(world, WarmStartConfig(questions=48, steps_main=40, steps_sub=120, steps_single=40, batch_size=8))
     return policies
+
+
+@pytest.fixture()
+def redis_server(tmp_path):
+    "A real redis-server on a free loopback port, persisting to tmp_path, stopped after the test."
+    from mgrpo_ref.store import LocalRedis
+    with LocalRedis(tmp_path / 'redis') as server:
+        yield server
