@@ -4,13 +4,14 @@
 
 # %% auto #0
 __all__ = ['MODES', 'OptimConfig', 'TrainConfig', 'AgentTrainer', 'MainSide', 'SubSide', 'SingleSide', 'evaluate_system',
-           'Trainer', 'plot_run', 'parse_overrides', 'config_fields', 'mgrpo_train']
+           'Trainer', 'plot_run', 'parse_overrides', 'config_fields', 'warm_start_folder', 'mgrpo_train']
 
 # %% ../nbs/13_trainer.ipynb #c0b3797d
 import json, math, random, time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 import torch
 from fastcore.script import call_parse
@@ -164,7 +165,7 @@ class MainSide:
         rewards, records = score_mains(mains, {q.qid: q.answer for q in questions}, cfg.reward)
         version = self.trainer.version if self.trainer else 0
         for r in records.values(): r['main_version'] = version
-        self.store.put_records(cfg.run, step, records)
+        nbytes = self.store.put_records(cfg.run, step, records)
         self.store.finish_step(cfg.run, step, len(records))
         adv, ainfo = main_advantages([t.key for t in mains], rewards)
         t2 = time.perf_counter()
@@ -172,6 +173,7 @@ class MainSide:
         d = Counter(t.d for t in mains)
         return {**_prefixed('main', {**_final_metrics(mains, rewards, records, ainfo), **upd}),
                 'd_mean': _mean([t.d for t in mains]), 'd_hist': {str(k): d[k] for k in sorted(d)},
+                'stats/bytes': nbytes, 'main/episode_tokens': sum(len(t.input_ids) for t in mains),
                 'time/rollout': t1 - t0, 'time/main_update': time.perf_counter() - t2, 'time/main_score': t2 - t1}
 
 class SubSide:
@@ -202,7 +204,8 @@ class SubSide:
         else: upd = self.trainer.update([by_key[al.slots[i]] for i in on], adv[on])
         return {**_prefixed('sub', {'reward': _mean(list(rewards.values())), 'format_ok': _mean([s.format.ok for s in subs]),
                                      'episodes': len(subs), 'turns': _mean([len(s.turns) for s in subs]),
-                                     'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(s.n_generated for s in subs), **upd}),
+                                     'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(s.n_generated for s in subs),
+                                     'records': len(records), 'episode_tokens': sum(len(s.input_ids) for s in subs), **upd}),
                 **_prefixed('align', al.counts), 'time/sub_score_align': t1 - t0, 'time/sub_update': time.perf_counter() - t1}
 
 class SingleSide:
@@ -223,7 +226,8 @@ class SingleSide:
 
 # %% ../nbs/13_trainer.ipynb #57ef5093
 def evaluate_system(world: World, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
-                    limit: int | None = None, seed: int = 0, split: str = 'test', toolbox: Toolbox | None = None) -> dict:
+                    limit: int | None = None, seed: int = 0, split: str = 'test', toolbox: Toolbox | None = None,
+                    sub_client: Callable[[RolloutConfig, int], SubAgentClient] | None = None) -> dict:
     "Greedy and sampled accuracy (and format-ok rate) of the two-agent system, or of the single agent, on `split`."
     qs = world.questions[split][:limit]
     toolbox = toolbox or Toolbox.for_world(world)         # pass one in to reuse its search index
@@ -232,7 +236,9 @@ def evaluate_system(world: World, policies: dict[str, Policy], mode: str, rollou
                      sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
     for name, rc in (('greedy', greedy), ('sampled', replace(rollout, k=samples))):
         if mode == 'single': finals, _ = rollout_single(qs, policies['single'], toolbox, rc, seed=seed)
-        else: finals, _ = rollout_mgrpo(qs, policies['main'], InProcessSubAgent(policies['sub'], toolbox, rc, seed), rc, seed=seed)
+        else:
+            client = sub_client(rc, seed) if sub_client else InProcessSubAgent(policies['sub'], toolbox, rc, seed)
+            finals, _ = rollout_mgrpo(qs, policies['main'], client, rc, seed=seed)
         gold = {q.qid: q.answer for q in qs}
         out[name] = _mean([exact_match(t.output, gold[t.key[1]]) for t in finals])
         out[f'{name}_format_ok'] = _mean([t.format.ok for t in finals])
@@ -242,10 +248,14 @@ def evaluate_system(world: World, policies: dict[str, Policy], mode: str, rollou
 class Trainer:
     "Co-located M-GRPO (or a baseline) on a world, from given policies, writing a run directory."
     def __init__(self, world: World, cfg: TrainConfig, policies: dict[str, Policy], out: str | Path | None = None,
-                 store: StatsStore | None = None, resume: bool = False):
-        missing = [r for r in cfg.roles if r not in policies]
+                 store: StatsStore | None = None, resume: bool = False,
+                 remote_sub: Callable[[RolloutConfig, int, int | None], SubAgentClient] | None = None):
+        "`remote_sub(rollout, seed, need)`, if given, makes clients of a sub server elsewhere (`14_servers`): then this is the main side only."
+        self.remote_sub = remote_sub
+        roles = ('main',) if remote_sub else cfg.roles
+        missing = [r for r in roles if r not in policies]
         if missing: raise ValueError(f"mode {cfg.mode!r} needs policies for {list(cfg.roles)}, missing {missing}")
-        self.world, self.cfg, self.policies = world, cfg, {r: policies[r] for r in cfg.roles}
+        self.world, self.cfg, self.policies = world, cfg, {r: policies[r] for r in roles}
         self.out = Path(out) if out is not None else None
         self.check_out(self.out, resume)
         self.toolbox = toolbox = Toolbox.for_world(world)
@@ -259,10 +269,12 @@ class Trainer:
             self.single = SingleSide(policies['single'], self.trainers['single'], toolbox, cfg)
         else:
             if cfg.mode != 'frozen_main': self.trainers['main'] = make('main', cfg.main_optim)
-            if cfg.mode != 'frozen_sub': self.trainers['sub'] = make('sub', cfg.sub_optim)
-            expert = SubtaskAnswers(world) if cfg.reward.beta_exp else None
-            self.sub = SubSide(policies['sub'], self.trainers.get('sub'), toolbox, store, cfg, expert)
-            self.main = MainSide(policies['main'], self.trainers.get('main'), self.sub, store, cfg)
+            if remote_sub: self.sub, client = None, remote_sub(cfg.rollout, cfg.seed, None)
+            else:
+                if cfg.mode != 'frozen_sub': self.trainers['sub'] = make('sub', cfg.sub_optim)
+                expert = SubtaskAnswers(world) if cfg.reward.beta_exp else None
+                self.sub = client = SubSide(policies['sub'], self.trainers.get('sub'), toolbox, store, cfg, expert)
+            self.main = MainSide(policies['main'], self.trainers.get('main'), client, store, cfg)
         self.start, self.history = 0, []                   # first step to run; metric lines so far
         if resume: self._resume()
 
@@ -279,16 +291,17 @@ class Trainer:
 
     def step(self, step: int) -> dict:
         "Run training step `step` (0-based); returns its metrics."
-        qs = self.questions(step)
+        qs, at = self.questions(step), time.time()
         if self.cfg.mode == 'single': m = self.single.step(step, qs)
-        else: m = {**self.main.step(step, qs), **self.sub.step(step)}
-        return {'step': step + 1, **m}
+        else: m = {**self.main.step(step, qs), **(self.sub.step(step) if self.sub else {})}
+        return {'step': step + 1, 'time/at': at, **m}
 
-    def evaluate(self) -> dict:
-        "Held-out accuracy of the current policies."
+    def evaluate(self, done: int = 0) -> dict:
+        "Held-out accuracy of the current policies (`done` steps trained: a remote sub-agent must have caught up)."
         c = self.cfg
+        sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
         return evaluate_system(self.world, self.policies, c.mode, c.rollout, c.eval_samples, c.eval_questions,
-                               seed=c.seed + 10**6, toolbox=self.toolbox)
+                               seed=c.seed + 10**6, toolbox=self.toolbox, sub_client=sub)
 
     def fit(self, progress: bool = True) -> dict:
         "Train for `cfg.steps` steps (from the resumed step); returns the summary."
@@ -297,7 +310,7 @@ class Trainer:
         for s in tqdm(range(self.start, c.steps), desc=f'{c.mode} seed {c.seed}', initial=self.start, total=c.steps,
                       disable=not progress):
             m = self.step(s)
-            if (c.eval_every and (s + 1) % c.eval_every == 0) or s + 1 == c.steps: m.update(_prefixed('eval', self.evaluate()))
+            if (c.eval_every and (s + 1) % c.eval_every == 0) or s + 1 == c.steps: m.update(_prefixed('eval', self.evaluate(s + 1)))
             self._log(m)
             if (c.checkpoint_every and (s + 1) % c.checkpoint_every == 0) or s + 1 == c.steps: self.save_checkpoint(s + 1)
         return self._summary(time.perf_counter() - t0)
@@ -394,6 +407,13 @@ def config_fields(config: str | None = None, overrides: str | None = None) -> di
     d = json.loads(Path(config).read_text()) if config else {}
     return _merge(d, parse_overrides(overrides))
 
+def warm_start_folder(world: World, cfg: TrainConfig, out: str | Path, steps: int | None = None, world_seed: int = 0) -> Path:
+    "Warm-start the policies `cfg` needs (`steps` SFT steps per role, default WarmStartConfig's) and save them in `out/warmstart`."
+    from mgrpo_ref.warmstart import WarmStartConfig, save_policies, warm_start
+    wcfg = WarmStartConfig(seed=cfg.seed) if steps is None else WarmStartConfig(seed=cfg.seed, steps_main=steps, steps_sub=steps, steps_single=steps)
+    policies, _ = warm_start(world, wcfg)
+    return save_policies(policies, Path(out) / 'warmstart', meta={'config': asdict(wcfg), 'world_seed': world_seed})
+
 @call_parse
 def mgrpo_train(
     mode: str = None,               # mgrpo, frozen_sub, frozen_main, mgrpo_ragged or single (default: the config's, else mgrpo)
@@ -409,7 +429,7 @@ def mgrpo_train(
     quiet: bool = False,            # no progress bar
 ):
     "Train the agents with M-GRPO (or a baseline) on the offline world; writes metrics, checkpoints, curves and a summary."
-    from mgrpo_ref.warmstart import WarmStartConfig, load_policies, save_policies, warm_start
+    from mgrpo_ref.warmstart import load_policies
     from mgrpo_ref.world import WorldConfig, build_world
     try:
         d = config_fields(config, set)
@@ -421,13 +441,8 @@ def mgrpo_train(
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-train: {e}")
     world = build_world(WorldConfig(seed=world_seed))
     out_p = Path(out)
-    if checkpoint: policies = load_policies(checkpoint, cfg.roles)
-    elif resume: policies = load_policies(out_p / 'checkpoint', cfg.roles)
-    else:
-        n = warmstart_steps
-        wcfg = WarmStartConfig(seed=cfg.seed) if n is None else WarmStartConfig(seed=cfg.seed, steps_main=n, steps_sub=n, steps_single=n)
-        policies, _ = warm_start(world, wcfg)
-        save_policies(policies, out_p / 'warmstart', meta={'config': asdict(wcfg), 'world_seed': world_seed})
+    start = checkpoint or (out_p / 'checkpoint' if resume else warm_start_folder(world, cfg, out_p, warmstart_steps, world_seed))
+    policies = load_policies(start, cfg.roles)
     out_p.mkdir(parents=True, exist_ok=True)
     (out_p / 'config.json').write_text(json.dumps(asdict(cfg), indent=1) + '\n')
     summary = Trainer(world, cfg, policies, out=out_p, resume=resume).fit(progress=not quiet)
