@@ -3,6 +3,7 @@
 #   make test        everything CI checks: install, notebooks <-> package sync, every notebook, pytest
 #   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
 #   make experiment  the paper's comparison: every arm x 3 seeds from the warm start, results in runs/experiment
+#   make docs        copy the experiment's table and figure into docs/ (shown in the README)
 # Both create .venv on first use and install the pinned CPU torch before the package.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -13,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo world experiment test sync notebooks pytest slow smollm2 lab clean
+.PHONY: install demo world experiment docs test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +39,10 @@ world: $(STAMP)
 
 experiment: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment
+
+# the README's comparison table and figure, from the finished experiment
+docs: runs/experiment/results.md
+	mkdir -p docs && cp runs/experiment/results.md runs/experiment/results.csv runs/experiment/comparison.png docs/
 
 test: sync notebooks pytest
 
