@@ -246,15 +246,29 @@ class RedisStore:
         with self.r.pipeline() as p: p.rpush(name, text).expire(name, self.ttl).execute()
         return len(text.encode())
 
-    def pop(self, name: str, n: int = 64, timeout: float = 0.1, required: tuple[str, ...] = ()) -> list[dict]:
-        "Up to `n` messages from the list `name`, waiting up to `timeout` s for the first; malformed ones are logged and dropped."
-        first = self.r.blpop([name], timeout=timeout)
+    def take(self, name: str, processing: str, n: int = 64, timeout: float = 0.1,
+             required: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
+        "Move up to `n` messages from list `name` to list `processing` (waiting up to `timeout` s for the first); returns (text, message) pairs."
+        # atomic moves: a crash between take and done loses nothing (timeout 0: do not wait; BLMOVE's own 0 waits forever)
+        first = self.r.blmove(name, processing, timeout, 'LEFT', 'RIGHT') if timeout > 0 else self.r.lmove(name, processing, 'LEFT', 'RIGHT')
         if first is None: return []
-        texts = [first[1]] + (self.r.lpop(name, n - 1) or [] if n > 1 else [])
+        texts = [first]
+        while len(texts) < n and (t := self.r.lmove(name, processing, 'LEFT', 'RIGHT')) is not None: texts.append(t)
+        return self._checked(processing, texts, required)
+
+    def in_flight(self, processing: str, required: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
+        "The messages taken into `processing` and not yet `done`: a crashed taker's, or one whose move reply was lost."
+        return self._checked(processing, self.r.lrange(processing, 0, -1), required)
+
+    def done(self, processing: str, text: str) -> None:
+        "Drop a handled message from `processing`."
+        self.r.lrem(processing, 1, text)
+
+    def _checked(self, processing: str, texts: list[str], required: tuple[str, ...]) -> list[tuple[str, dict]]:
         out = []
         for t in texts:
-            try: out.append(decode_message(t, required, self.max_bytes))
-            except ValueError as e: log.error("%s: rejected a message: %s", name, e)
+            try: out.append((t, decode_message(t, required, self.max_bytes)))
+            except ValueError as e: log.error("%s: rejected a message: %s", processing, e); self.done(processing, t)
         return out
 
     def put(self, name: str, msg: dict) -> int:

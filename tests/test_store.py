@@ -56,7 +56,7 @@ def test_oversized_messages_are_refused_on_both_sides(redis_server):
     with pytest.raises(ValueError, match="over the limit of 256"): rs.put_records('r', 0, {(0, 'q', 0): {'note': 'x' * 300}})
     rs.r.rpush('mgrpo:r:q', '{"task": "' + 'x' * 300 + '"}')        # written by someone else: dropped with a logged error
     rs.push('mgrpo:r:q', {'task': 'ok'})
-    assert rs.pop('mgrpo:r:q') == [{'task': 'ok'}]
+    assert [m for _, m in rs.take('mgrpo:r:q', 'mgrpo:r:taken')] == [{'task': 'ok'}]
     rs.close()
 
 

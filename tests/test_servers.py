@@ -1,0 +1,155 @@
+"Decoupled training against a real redis-server: faults (Redis restart, sub server killed), bad messages, auth, what crosses."
+import json, multiprocessing, re, subprocess, sys, threading, time
+from pathlib import Path
+
+import pytest
+
+from mgrpo_ref import servers
+from mgrpo_ref.policy import Policy
+from mgrpo_ref.rollout import RolloutConfig
+from mgrpo_ref.store import LocalRedis, RedisStore
+from mgrpo_ref.trainer import TrainConfig, Trainer
+from mgrpo_ref.warmstart import save_policies
+
+CTX = multiprocessing.get_context('spawn')
+
+
+def config(**kw) -> TrainConfig:
+    base = dict(steps=4, questions_per_step=2, rollout=RolloutConfig(k=2), eval_every=0, eval_questions=2, eval_samples=1,
+                checkpoint_every=0, run='t')
+    return TrainConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope='module')
+def start(warm_policies, tmp_path_factory):
+    return save_policies({r: warm_policies[r] for r in ('main', 'sub')}, tmp_path_factory.mktemp('start'))
+
+
+def spawn(target, *args, **kw):
+    p = CTX.Process(target=target, args=args, kwargs=kw); p.start(); return p
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
+
+
+def wait_for(cond, timeout=300, what=''):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline: raise TimeoutError(what)
+        time.sleep(0.05)
+
+
+def test_redis_restart_mid_run_loses_and_double_counts_nothing(start, tmp_path):
+    cfg = config()
+    with LocalRedis(tmp_path / 'redis') as redis:
+        sub = spawn(servers.run_sub_server, cfg, redis.url, tmp_path / 'run/sub_server', start, threads=1)
+        main = spawn(servers.run_main_server, cfg, redis.url, tmp_path / 'run', start, threads=1, progress=False)
+        wait_for(lambda: len(lines(tmp_path / 'run/metrics.jsonl')) >= 2, what='step 1')
+        redis.kill(); time.sleep(1.0); redis.start()                      # a crash and a restart, mid-run
+        main.join(300); sub.join(300)
+        assert (main.exitcode, sub.exitcode) == (0, 0)
+    consumed = lines(tmp_path / 'run/sub_server/metrics.jsonl')
+    assert [m['step'] for m in consumed] == [1, 2, 3, 4]                 # every step trained once
+    assert [m['sub/records'] for m in consumed] == [cfg.questions_per_step * cfg.rollout.k] * 4   # every record once
+
+
+def test_sub_server_killed_main_server_times_out_clearly(start, tmp_path):
+    cfg = config()
+    sub_out = tmp_path / 'run/sub_server'
+    with LocalRedis(tmp_path / 'redis') as redis:
+        sub = spawn(servers.run_sub_server, cfg, redis.url, sub_out, start, threads=1)
+        wait_for(lambda: (sub_out / 'journal').is_dir(), what='the sub server to start')   # made once its policy is loaded
+        stop = threading.Event()
+        def kill_after_step_1():
+            wait_for(lambda: stop.is_set() or len(lines(sub_out / 'metrics.jsonl')) >= 1); sub.kill()
+        killer = threading.Thread(target=kill_after_step_1); killer.start()
+        try:
+            with pytest.raises(TimeoutError, match=r"the sub server did not answer delegation \w+ \(step 1, \d+ tasks\) within 3.0 s: "
+                                                   r"is mgrpo-sub-server running for run 't'"):
+                servers.run_main_server(cfg, redis.url, tmp_path / 'run', start, threads=1, timeout=3.0, progress=False)
+        finally:
+            stop.set(); killer.join(); sub.join()
+    assert len(lines(sub_out / 'metrics.jsonl')) == 1                   # it trained step 1 and died before step 2 (keys count from 0)
+
+
+def test_restarted_sub_server_resumes_and_matches_an_uninterrupted_run(start, world, tmp_path):
+    import torch
+    torch.set_num_threads(1)
+    cfg = config(checkpoint_every=2)
+    with LocalRedis(tmp_path / 'redis') as redis:
+        sub = spawn(servers.run_sub_server, cfg, redis.url, tmp_path / 'run/sub_server', start, threads=1)
+        main = spawn(servers.run_main_server, cfg, redis.url, tmp_path / 'run', start, threads=1, timeout=2.0,
+                     on_timeout='resend', progress=False)
+        wait_for(lambda: len(lines(tmp_path / 'run/sub_server/metrics.jsonl')) >= 3, what='sub step 3')
+        sub.kill(); sub.join()                                           # dies after step 3: its checkpoint is at step 2
+        assert not (tmp_path / 'run/sub_server/journal/step-1.jsonl').exists()   # pruned by the checkpoint
+        sub = spawn(servers.run_sub_server, cfg, redis.url, tmp_path / 'run/sub_server', None, resume=True, threads=1)
+        main.join(300); sub.join(300)
+        assert (main.exitcode, sub.exitcode) == (0, 0)
+    assert [m['step'] for m in lines(tmp_path / 'run/sub_server/metrics.jsonl')] == [1, 2, 3, 4]
+    from mgrpo_ref.warmstart import load_policies
+    colo = Trainer(world, cfg, load_policies(start, ('main', 'sub')))
+    colo.fit(progress=False)
+    for role, path in (('main', 'run/checkpoint/main'), ('sub', 'run/sub_server/checkpoint/sub')):
+        got = Policy.load(tmp_path / path)
+        diff = max((p - q).abs().max().item() for p, q in zip(colo.policies[role].model.parameters(), got.model.parameters()))
+        assert diff <= 1e-6, (role, diff)
+
+
+RECORD = {'R_M', 'correct', 'format_ok', 'd_k', 'main_version'}
+WRITES = ('SET', 'HSET', 'RPUSH', 'LMOVE', 'BLMOVE', 'LREM', 'DEL', 'EXPIRE', 'HDEL', 'LPUSH', 'APPEND', 'MSET')
+KEYS = r'mgrpo:t:(delegations|delegations:taken|reply:[0-9a-f]{32}|records:\d+|done:\d+|main_finished)'
+
+
+def test_bad_messages_are_rejected_and_only_statistics_cross(start, tmp_path, capfd):
+    cfg = config(steps=2)
+    with LocalRedis(tmp_path / 'redis') as redis:
+        rs = RedisStore(redis.url)
+        writes = []
+        def monitor():                                                # every command the two servers send
+            with rs.r.monitor() as m:
+                for cmd in m.listen():
+                    writes.append(cmd['command'].split(' ', 2))
+                    if 'main_finished' in cmd['command']: return
+        spy = threading.Thread(target=monitor, daemon=True); spy.start(); time.sleep(0.2)
+        q = servers.queue_key(rs, 't')
+        rs.r.rpush(q, 'not json', json.dumps({'id': 'x'}), json.dumps({'id': 'big', 'pad': 'x' * (2 << 20)}))
+        bogus = '[1, "bogus", 0]'
+        rs.r.hset(rs.key('t', 'records', 1), bogus, '{"R_M": [1, 2]}')
+        servers.decoupled(cfg, tmp_path / 'run', start, redis_url=redis.url, threads=1, progress=False)
+        spy.join(10)
+        records = {k: rs.r.hgetall(k) for k in rs.r.keys('mgrpo:t:records:*')}
+    err = capfd.readouterr().err
+    assert "rejected a message: message is not JSON" in err
+    assert "rejected a message: message lacks the fields" in err
+    assert "over the limit of 1048576" in err
+    assert "dropped a malformed record" in err
+    assert [m['step'] for m in lines(tmp_path / 'run/sub_server/metrics.jsonl')] == [1, 2]   # the run went on
+    keys = {w[1] for w in writes if w[0].upper() in WRITES}
+    assert keys and all(re.fullmatch(KEYS, k) for k in keys), sorted(keys)   # delegations, replies, statistics: nothing else
+    assert sorted(records) == ['mgrpo:t:records:0', 'mgrpo:t:records:1']
+    stats = [(f, json.loads(v)) for h in records.values() for f, v in h.items() if f != bogus]
+    assert len(stats) == cfg.steps * cfg.questions_per_step * cfg.rollout.k
+    for field, rec in stats:                                          # each record: its key and five numbers, no text or tokens
+        step, qid, k = json.loads(field)
+        assert isinstance(step, int) and isinstance(qid, str) and isinstance(k, int)
+        assert set(rec) == RECORD and all(isinstance(v, (bool, int, float)) for v in rec.values()), rec
+
+
+def test_cli_wrong_password_fails_at_start_and_no_process_is_left(start, tmp_path):
+    with LocalRedis(tmp_path / 'redis', password='right') as redis:
+        bad = redis.url.replace('right', 'wrong')
+        r = subprocess.run([Path(sys.executable).parent / 'mgrpo-decoupled', '--checkpoint', str(start), '--steps', '1',
+                            '--redis-url', bad, '--out', str(tmp_path / 'run')], capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and "refused the password" in r.stderr and 'wrong' not in r.stderr
+    out = tmp_path / 'ok'
+    r = subprocess.run([Path(sys.executable).parent / 'mgrpo-decoupled', '--checkpoint', str(start), '--steps', '2', '--threads', '1',
+                        '--set', 'questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1', '--quiet', '--out', str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary['decoupled'] and summary['steps'] == 2 and summary['mode'] == 'mgrpo'
+    assert {'eval_accuracy_before', 'eval_accuracy_after', 'seconds', 'seed'} <= set(summary)
+    assert (out / 'curves.png').exists() and (out / 'sub_server/checkpoint/sub').is_dir()
+    assert subprocess.run(['pgrep', '-f', str(out)], capture_output=True).stdout == b''   # no server or redis left running
