@@ -250,7 +250,7 @@ class Trainer:
     def __init__(self, world: World, cfg: TrainConfig, policies: dict[str, Policy], out: str | Path | None = None,
                  store: StatsStore | None = None, resume: bool = False,
                  remote_sub: Callable[[RolloutConfig, int, int | None], SubAgentClient] | None = None):
-        "`remote_sub(rollout, seed, need)`, if given, makes clients of a sub server elsewhere (`14_servers`): then this is the main side only."
+        "`remote_sub(rollout, seed, need)`, if given, makes clients of a sub server elsewhere (`14_servers`), with `pop_metrics()`: then this is the main side only."
         self.remote_sub = remote_sub
         roles = ('main',) if remote_sub else cfg.roles
         missing = [r for r in roles if r not in policies]
@@ -293,7 +293,7 @@ class Trainer:
         "Run training step `step` (0-based); returns its metrics."
         qs, at = self.questions(step), time.time()
         if self.cfg.mode == 'single': m = self.single.step(step, qs)
-        else: m = {**self.main.step(step, qs), **(self.sub.step(step) if self.sub else {})}
+        else: m = {**self.main.step(step, qs), **(self.sub.step(step) if self.sub else self.main.client.pop_metrics())}
         return {'step': step + 1, 'time/at': at, **m}
 
     def evaluate(self, done: int = 0) -> dict:

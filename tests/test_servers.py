@@ -33,6 +33,11 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
 
 
+def steps(run: Path) -> list[dict]:
+    "The training steps' metric lines (evaluation-only lines left out)."
+    return [m for m in lines(run / 'metrics.jsonl') if 'time/at' in m]
+
+
 def wait_for(cond, timeout=300, what=''):
     deadline = time.monotonic() + timeout
     while not cond():
@@ -52,6 +57,16 @@ def test_redis_restart_mid_run_loses_and_double_counts_nothing(start, tmp_path):
     consumed = lines(tmp_path / 'run/sub_server/metrics.jsonl')
     assert [m['step'] for m in consumed] == [1, 2, 3, 4]                 # every step trained once
     assert [m['sub/records'] for m in consumed] == [cfg.questions_per_step * cfg.rollout.k] * 4   # every record once
+    assert {m['sub/lag'] for m in steps(tmp_path / 'run')} <= {0, None}                # synchronous throughout (None: no delegation)
+
+
+def test_bounded_staleness_keeps_the_sub_agent_at_most_max_lag_steps_behind(start, tmp_path):
+    cfg = config()
+    summary = servers.decoupled(cfg, tmp_path / 'run', start, threads=1, max_lag=1, progress=False)
+    main = steps(tmp_path / 'run')
+    assert summary['steps'] == 4 and main[0]['sub/lag'] in (0, None)         # step 1: nothing to lag behind
+    assert all(m['sub/lag'] in (0, 1, None) for m in main), [m['sub/lag'] for m in main]
+    assert [m['sub/records'] for m in main] == [cfg.questions_per_step * cfg.rollout.k] * 4   # merged: every step trained once
 
 
 def test_sub_server_killed_main_server_times_out_clearly(start, tmp_path):
