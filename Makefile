@@ -40,9 +40,10 @@ world: $(STAMP)
 experiment: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment
 
-# the README's comparison table and figure, from the finished experiment
+# the README's comparison table and figure, from the finished experiment (and the decoupled timeline, if bench/decoupled.py ran)
 docs: runs/experiment/results.md
 	mkdir -p docs && cp runs/experiment/results.md runs/experiment/results.csv runs/experiment/comparison.png docs/
+	test ! -f runs/bench_decoupled/timeline.png || cp runs/bench_decoupled/timeline.png docs/
 
 test: sync notebooks pytest
 

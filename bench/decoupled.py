@@ -17,8 +17,11 @@ Seconds per step are the medians of the gaps between the steps' start times (`ti
 from step 2 on, so process start-up and the evaluations before and after are left out; `run s` is the
 whole call, start-up and evaluations included. The statistics bytes per step (`stats/bytes`) are the
 records and completion marker the main side writes; the trajectory bytes are what shipping the step's
-tokens would cost instead (`servers.trajectory_bytes`: 9 bytes a token). Without `--checkpoint` the
-policies are warm-started first (`--warmstart-steps` SFT steps per role). The last line is one JSON object.
+tokens would cost instead (`servers.trajectory_bytes`: 9 bytes a token); the delegation bytes are the task and
+report texts that the agents exchange (in memory when co-located); `max lag` is the most steps the answering
+sub-agent was behind. Without `--checkpoint` the
+policies are warm-started first (`--warmstart-steps` SFT steps per role). It also draws the first decoupled
+run's timeline (4 steps) in OUT/timeline.png. The last line is one JSON object.
 """
 import argparse, json, platform, shutil, statistics, time
 from pathlib import Path
@@ -32,7 +35,8 @@ from mgrpo_ref.world import WorldConfig, build_world
 
 
 def read_metrics(out: Path) -> list[dict]:
-    return [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()]
+    "The training steps' lines of a run's metrics (evaluation-only lines left out)."
+    return [m for m in map(json.loads, (out / 'metrics.jsonl').read_text().splitlines()) if 'time/at' in m]
 
 
 def figures(out: Path, seconds: float) -> dict:
@@ -42,6 +46,8 @@ def figures(out: Path, seconds: float) -> dict:
     return {'s/step': statistics.median(gaps), 'run s': seconds,
             'stats B/step': statistics.mean(m['stats/bytes'] for m in ms),
             'trajectory B/step': statistics.mean(servers.trajectory_bytes(m) for m in ms),
+            'delegation B/step': statistics.mean(m.get('delegation/bytes', 0) for m in ms),   # 0: co-located, in memory
+            'max lag': max((m.get('sub/lag') or 0) for m in ms),
             'eval_after': json.loads((out / 'summary.json').read_text())['eval_accuracy_after']}
 
 
@@ -81,15 +87,17 @@ def main():
         for name, arm in arms.items():
             runs[name].append(arm(out / f'{name.replace(" ", "_")}-{r}'))
             print(f'repeat {r} {name:>10}: ' + ', '.join(f'{k} {v:.3f}' for k, v in runs[name][-1].items()), flush=True)
+    fig = servers.plot_timeline(out / 'decoupled-0', steps=4)           # the README's timeline (make docs copies it)
+    fig.savefig(out / 'timeline.png', dpi=110)
     med = {name: {k: statistics.median(x[k] for x in xs) for k in xs[0]} for name, xs in runs.items()}
     base = med['co-located']['s/step']
     print(f"\n{a.steps} steps, B = {cfg.questions_per_step}, K = {cfg.rollout.k}, D_max = {cfg.d_max}, {a.threads} torch thread(s) "
           f"per process, {a.repeats} repeats (medians), {platform.machine()}, torch {torch.__version__}\n")
-    print('| arm | s/step | vs co-located | run s | statistics B/step | trajectory B/step | held-out accuracy after |')
-    print('|---|---|---|---|---|---|---|')
+    print('| arm | s/step | vs co-located | run s | statistics B/step | delegation B/step | trajectory B/step | max lag | held-out accuracy after |')
+    print('|---|---|---|---|---|---|---|---|---|')
     for name, m in med.items():
         print(f"| {name} | {m['s/step']:.3f} | x{m['s/step'] / base:.2f} | {m['run s']:.1f} | {m['stats B/step']:.0f} | "
-              f"{m['trajectory B/step']:.0f} | {m['eval_after']:.3f} |")
+              f"{m['delegation B/step']:.0f} | {m['trajectory B/step']:.0f} | {m['max lag']:.0f} | {m['eval_after']:.3f} |")
     print(json.dumps({'config': {'steps': a.steps, 'B': cfg.questions_per_step, 'K': cfg.rollout.k, 'threads': a.threads,
                                  'repeats': a.repeats}, 'medians': med}))
 

@@ -313,6 +313,11 @@ def plot_timeline(out: str | Path, steps: int | None = None):
     return fig
 
 # %% ../nbs/14_servers.ipynb #d5a50258
+def _check_redis(url: str | None) -> None:
+    "Fail at start, with a clear message, on a missing or bad Redis URL, an absent server or a wrong password."
+    if not url: raise ValueError("--redis-url is needed: redis://[:password@]host:port/db of the Redis both servers share")
+    RedisStore(url).close()
+
 def _train_config(config, set, mode, seed, steps, run) -> TrainConfig:
     d = config_fields(config, set)
     d.update({k: v for k, v in (('mode', mode), ('seed', seed), ('steps', steps), ('run', run)) if v is not None})
@@ -340,7 +345,7 @@ def mgrpo_decoupled(
         if checkpoint and not Path(checkpoint).is_dir(): raise FileNotFoundError(f"--checkpoint {checkpoint!r} is not a folder")
         if max_lag < 0: raise ValueError(f"--max-lag must be >= 0, got {max_lag}")
         Trainer.check_out(out, False)
-        if redis_url: RedisStore(redis_url).close()                                  # fail now on a bad URL or password
+        if redis_url: _check_redis(redis_url)                                        # fail now on a bad URL or password
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-decoupled: {e}")
     if cfg.mode not in ('mgrpo', 'frozen_sub', 'mgrpo_ragged'): raise SystemExit(f"mgrpo-decoupled: mode {cfg.mode!r} has no sub-agent to decouple")
     start = checkpoint or warm_start_folder(build_world(WorldConfig(seed=world_seed)), cfg, out, warmstart_steps, world_seed)
@@ -348,7 +353,7 @@ def mgrpo_decoupled(
 
 @call_parse
 def mgrpo_main_server(
-    redis_url: str,                 # redis://[:password@]host:port/db shared with the sub server
+    redis_url: str = None,          # redis://[:password@]host:port/db shared with the sub server (required)
     checkpoint: str = None,         # folder with the starting main policy (main/); not needed with --resume
     run: str = None,                # the run's name in Redis (the sub server must use the same)
     config: str = None,             # JSON file of TrainConfig fields (the same as the sub server's)
@@ -369,12 +374,13 @@ def mgrpo_main_server(
     try:
         cfg = _train_config(config, set, mode, seed, steps, run)
         if not resume and not checkpoint: raise ValueError("--checkpoint is needed (or --resume)")
+        _check_redis(redis_url)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-main-server: {e}")
     print(json.dumps(run_main_server(cfg, redis_url, out, checkpoint, resume, world_seed, threads, max_lag, timeout, on_timeout, not quiet)))
 
 @call_parse
 def mgrpo_sub_server(
-    redis_url: str,                 # redis://[:password@]host:port/db shared with the main server
+    redis_url: str = None,          # redis://[:password@]host:port/db shared with the main server (required)
     checkpoint: str = None,         # folder with the starting sub policy (sub/); not needed with --resume
     run: str = None,                # the run's name in Redis (the main server's)
     config: str = None,             # JSON file of TrainConfig fields (the same as the main server's)
@@ -391,5 +397,6 @@ def mgrpo_sub_server(
     try:
         cfg = _train_config(config, set, mode, seed, steps, run)
         if not resume and not checkpoint: raise ValueError("--checkpoint is needed (or --resume)")
+        _check_redis(redis_url)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-sub-server: {e}")
     run_sub_server(cfg, redis_url, out, checkpoint, resume, world_seed, threads)

@@ -168,3 +168,18 @@ def test_cli_wrong_password_fails_at_start_and_no_process_is_left(start, tmp_pat
     assert {'eval_accuracy_before', 'eval_accuracy_after', 'seconds', 'seed'} <= set(summary)
     assert (out / 'curves.png').exists() and (out / 'sub_server/checkpoint/sub').is_dir()
     assert subprocess.run(['pgrep', '-f', str(out)], capture_output=True).stdout == b''   # no server or redis left running
+
+
+def test_the_two_server_commands_train_together(start, tmp_path):
+    "The README's two-machine commands, here on one machine against a private Redis."
+    bin_, small = Path(sys.executable).parent, ['--steps', '2', '--threads', '1', '--run', 'r1',
+                                                '--set', 'questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1']
+    with LocalRedis(tmp_path / 'redis', password='pw') as redis:
+        sub = subprocess.Popen([bin_ / 'mgrpo-sub-server', '--redis-url', redis.url, '--checkpoint', str(start),
+                                '--out', str(tmp_path / 'r1-sub'), *small], stderr=subprocess.PIPE, text=True)
+        main = subprocess.run([bin_ / 'mgrpo-main-server', '--redis-url', redis.url, '--checkpoint', str(start), '--quiet',
+                               '--out', str(tmp_path / 'r1'), *small], capture_output=True, text=True, timeout=300)
+        assert main.returncode == 0, main.stderr[-2000:]
+        assert sub.wait(60) == 0, sub.stderr.read()[-2000:]
+    assert json.loads(main.stdout.strip().splitlines()[-1])['steps'] == 2
+    assert [m['step'] for m in lines(tmp_path / 'r1-sub/metrics.jsonl')] == [1, 2]
