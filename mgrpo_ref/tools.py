@@ -4,11 +4,12 @@
 
 # %% auto #0
 __all__ = ['HANDLES', 'Hit', 'ToolError', 'SearchBackend', 'PageBackend', 'first_sentence', 'BM25Search', 'PageStore',
-           'ToolSession', 'Toolbox', 'search_recall', 'plot_recall', 'normalize_answer', 'exact_match', 'token_f1']
+           'ToolSession', 'Toolbox', 'HttpRetriever', 'serve_retrieval', 'search_recall', 'plot_recall',
+           'normalize_answer', 'exact_match', 'token_f1']
 
 # %% ../nbs/01_tools.ipynb #79d51b19
-import random, re, string
-from collections import Counter
+import http.server, json, random, re, string, threading, urllib.request
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -157,6 +158,78 @@ class Toolbox:
     def session(self, seed: int | str) -> ToolSession:
         "The tools of one episode."
         return ToolSession(self.search, self.pages, k=self.k, shuffle=self.shuffle, handles=self.handles, seed=seed)
+
+# %% ../nbs/01_tools.ipynb #e6cb7287
+def _contents(p: Page) -> str: return f'"{p.title}"\n{p.text}'   # the contract's document text: quoted title, then the text
+
+def _page_of(doc: dict) -> Page:
+    "A page from one document of a `/retrieve` answer (`contents`: the title on its first line, quoted or not)."
+    title, _, text = str(doc['contents']).partition('\n')
+    return Page(str(doc['id']), title.strip().strip('"'), text.strip())
+
+class HttpRetriever:
+    "Search (and visit the documents found) through a server with the `/retrieve` contract of Search-R1-style retrievers."
+    def __init__(self, url: str,               # the server, e.g. http://127.0.0.1:8000 (the /retrieve path is added)
+                 timeout: float = 10.0,         # seconds per request
+                 snippet_words: int = 12,       # hits' snippets: the document's first sentence cut to this many words
+                 max_words: int = 80,           # visit: the text is cut to this many words (as PageStore)
+                 keep: int = 100_000):          # documents remembered for `visit` (the oldest are forgotten first)
+        if not url.startswith(('http://', 'https://')): raise ValueError(f"a retriever URL starts with http:// or https://, got {url!r}")
+        self.url = url.rstrip('/') + ('' if url.rstrip('/').endswith('/retrieve') else '/retrieve')
+        self.timeout, self.snippet_words, self.keep = timeout, snippet_words, keep
+        self.docs: OrderedDict[str, Page] = OrderedDict()       # id -> page, the most recently found last
+        self.store = PageStore([], max_words=max_words); self.store.pages = self.docs
+
+    def _post(self, queries: list[str], k: int) -> list[list[dict]]:
+        body = json.dumps({'queries': queries, 'topk': k, 'return_scores': True}).encode()
+        req = urllib.request.Request(self.url, body, {'Content-Type': 'application/json'})
+        with urllib.request.urlopen(req, timeout=self.timeout) as r: out = json.loads(r.read())
+        result = out['result'] if isinstance(out, dict) else out        # some servers answer the bare list
+        if not isinstance(result, list) or len(result) != len(queries): raise ValueError(f"expected one result list per query, got {str(out)[:80]!r}")
+        return [[x.get('document', x) if isinstance(x, dict) else x for x in r] for r in result]
+
+    def search(self, query: str, k: int = 5) -> list[Hit] | ToolError:
+        "The server's top-`k` documents for `query`, or a `ToolError` saying what went wrong."
+        if not isinstance(query, str) or not query.split(): return ToolError('search', "empty query: give some words to search for")
+        try: pages = [_page_of(d) for d in self._post([query], k)[0]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:     # URLError and timeouts are OSErrors
+            return ToolError('search', f"the retriever at {self.url} failed: {e}")
+        for p in pages:
+            self.docs[p.id] = p; self.docs.move_to_end(p.id)
+        while len(self.docs) > self.keep: self.docs.popitem(last=False)
+        return [Hit(p.id, p.title, first_sentence(p.text, self.snippet_words)) for p in pages]
+
+    def visit(self, page_id: str) -> Page | ToolError:
+        "A document a search returned, cut to `max_words`."
+        return self.store.visit(page_id)
+
+class _RetrieveHandler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        if self.path.rstrip('/') != '/retrieve': return self._send(404, {'error': f"no endpoint {self.path!r}: POST /retrieve"})
+        try:
+            req = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))))
+            k, engine, pages = int(req.get('topk') or 5), self.server.engine, self.server.pages
+            result = []
+            for q in req['queries']:
+                hits = engine.search(q, k)
+                docs = [] if isinstance(hits, ToolError) else [{'id': h.id, 'contents': _contents(pages[h.id])} for h in hits]
+                # a SearchBackend ranks without scores, so the scores are the ranks' reciprocals (1, 1/2, 1/3, ...)
+                result.append([{'document': d, 'score': 1.0 / (1 + i)} for i, d in enumerate(docs)] if req.get('return_scores') else docs)
+            self._send(200, {'result': result})
+        except (ValueError, KeyError, TypeError) as e: self._send(400, {'error': f"bad request: {type(e).__name__} {e}"})
+    def _send(self, code: int, body: dict):
+        data = json.dumps(body).encode()
+        self.send_response(code); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
+        self.end_headers(); self.wfile.write(data)
+    def log_message(self, *args): pass                                  # quiet
+
+def serve_retrieval(pages: list[Page], engine: SearchBackend | None = None, port: int = 0) -> http.server.ThreadingHTTPServer:
+    "Serve `engine` (default: BM25 over `pages`) with the `/retrieve` contract on 127.0.0.1 in a background thread; `.url`, `.shutdown()`."
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', port), _RetrieveHandler)
+    srv.engine, srv.pages = engine or BM25Search(pages), {p.id: p for p in pages}
+    srv.url = f'http://127.0.0.1:{srv.server_address[1]}'
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
 
 # %% ../nbs/01_tools.ipynb #cf774ce1
 def search_recall(world: World, engine: SearchBackend, ks: tuple[int, ...] = (1, 2, 3, 5, 10),

@@ -103,3 +103,25 @@ def test_titles_are_unique_so_they_can_name_pages():
         w = build_world(seed=seed)
         titles = [' '.join(p.title.lower().split()) for p in w.pages]
         assert len(set(titles)) == len(titles), seed
+
+
+def test_http_retriever_turns_every_server_failure_into_an_observation():
+    import json, urllib.error, urllib.request
+    from mgrpo_ref.tools import Hit, HttpRetriever, serve_retrieval
+    world = build_world(seed=0)
+
+    class Broken:                                          # a backend whose hits name pages the server does not have
+        def search(self, query, k): return [Hit('nope', 'Nope', '')]
+    srv = serve_retrieval(world.pages, engine=Broken())
+    try:
+        err = HttpRetriever(srv.url).search('founder')
+        assert err.tool == 'search' and 'HTTP Error 400' in err.message, err
+        req = urllib.request.Request(srv.url + '/retrieve', b'{"topk": 3}', {'Content-Type': 'application/json'})
+        with pytest.raises(urllib.error.HTTPError) as e: urllib.request.urlopen(req, timeout=5)
+        assert e.value.code == 400 and 'queries' in json.loads(e.value.read())['error']
+        err = HttpRetriever(srv.url + '/other/').search('founder')       # wrong path: 404, still an observation
+        assert 'HTTP Error 404' in err.message, err
+    finally:
+        srv.shutdown(); srv.server_close()
+    slow = HttpRetriever('http://10.255.255.1:9', timeout=0.2).search('founder')    # unroutable: a timeout
+    assert slow.tool == 'search' and 'failed' in slow.message
