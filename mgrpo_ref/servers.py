@@ -153,7 +153,8 @@ class SubServer:
         q, taken, last = queue_key(self.store, self.cfg.run), taken_key(self.store, self.cfg.run), time.monotonic()
         held = {}                                     # id -> text of the messages taken and not yet answered
         while True:
-            left = [(t, m) for t, m in self.store.in_flight(taken, REQUEST_FIELDS) if m['id'] not in held]   # a crash's leftovers
+            left = [(t, m) for t, m in self.store.in_flight(taken, REQUEST_FIELDS, frozenset(held.values()))   # a crash's leftovers
+                    if m['id'] not in held]
             for t, m in left + self.store.take(q, taken, n=256, timeout=0 if left else poll, required=REQUEST_FIELDS):
                 if m['id'] not in held: held[m['id']] = t; self.pending.append(m)
             ready = [m for m in self.pending if m['need'] <= self.next_step]

@@ -256,9 +256,9 @@ class RedisStore:
         while len(texts) < n and (t := self.r.lmove(name, processing, 'LEFT', 'RIGHT')) is not None: texts.append(t)
         return self._checked(processing, texts, required)
 
-    def in_flight(self, processing: str, required: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
-        "The messages taken into `processing` and not yet `done`: a crashed taker's, or one whose move reply was lost."
-        return self._checked(processing, self.r.lrange(processing, 0, -1), required)
+    def in_flight(self, processing: str, required: tuple[str, ...] = (), known: frozenset[str] = frozenset()) -> list[tuple[str, dict]]:
+        "The messages taken into `processing` and not yet `done` (but those in `known`, left undecoded): a crashed taker's, or one whose move reply was lost."
+        return self._checked(processing, [t for t in self.r.lrange(processing, 0, -1) if t not in known], required)
 
     def done(self, processing: str, text: str) -> None:
         "Drop a handled message from `processing`."
