@@ -47,15 +47,17 @@ docs: runs/experiment/results.md
 
 test: sync notebooks pytest
 
-# nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/.
+# nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/ and of the single-file
+# trainer train_mgrpo.py (the trainer notebook exported on its own, imports made absolute) and of configs/README.md.
+SOLO := $(BIN)/nb-export --solo-nb --name train_mgrpo --lib-path . nbs/13_trainer.ipynb
 sync: $(STAMP)
-	@snap() { find mgrpo_ref nbs -type f -not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' | sort | xargs sha1sum; }; \
-	before=$$(snap); $(BIN)/nbdev-export && $(BIN)/nbdev-clean || exit 1; after=$$(snap); \
+	@snap() { find mgrpo_ref nbs train_mgrpo.py configs -type f -not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' | sort | xargs sha1sum; }; \
+	before=$$(snap); $(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(SOLO) && $(BIN)/python -m mgrpo_ref.cli --docs configs/README.md || exit 1; after=$$(snap); \
 	if [ "$$before" != "$$after" ]; then echo "sync check failed: nbdev-export/nbdev-clean changed:"; \
 	  diff <(echo "$$before") <(echo "$$after") | grep '^>' | awk '{print "   ", $$3}'; exit 1; fi; \
-	if [ -n "$$CI" ] && [ -n "$$(git status --porcelain -- mgrpo_ref nbs)" ]; then \
-	  echo "sync check failed: git status is not clean:"; git status --porcelain -- mgrpo_ref nbs; exit 1; fi; \
-	echo "sync check: notebooks and mgrpo_ref/ agree"
+	if [ -n "$$CI" ] && [ -n "$$(git status --porcelain -- mgrpo_ref nbs train_mgrpo.py configs)" ]; then \
+	  echo "sync check failed: git status is not clean:"; git status --porcelain -- mgrpo_ref nbs train_mgrpo.py configs; exit 1; fi; \
+	echo "sync check: notebooks, mgrpo_ref/, train_mgrpo.py and configs/README.md agree"
 sync: SHELL := /bin/bash
 
 notebooks: $(STAMP)

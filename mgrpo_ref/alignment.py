@@ -45,12 +45,12 @@ def align_to_dmax(rollouts: list[tuple[Key, list[Key]]], d_max: int | None, mode
                   seed: int = 0) -> Alignment:
     "Give every main rollout exactly `d_max` sub-trajectory slots (or keep them ragged with mode='ragged')."
     _check(rollouts, d_max, mode)
-    rng = random.Random(seed)
     questions: dict[tuple, list[tuple[Key, list[Key]]]] = {}
     for key, subs in rollouts: questions.setdefault(tuple(key[:2]), []).append((tuple(key), [tuple(s) for s in subs]))
     out = Alignment(None if mode == 'ragged' else d_max, [], [], [], [])
     c = Counter(kept=0, duplicated=0, filled=0, empty=0, dropped=0)
     for g, (qkey, rolls) in enumerate(questions.items()):
+        rng = random.Random(f'{seed}:{qkey[1]}')      # per question: its slots do not depend on the other questions in the batch
         if mode == 'ragged':
             for key, subs in rolls:
                 out.slots += subs; out.rollout += [key] * len(subs); out.group += [g] * len(subs); out.weight += [1.0] * len(subs)

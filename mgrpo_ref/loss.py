@@ -7,8 +7,9 @@ __all__ = ['LossConfig', 'clipped_loss_naive', 'LossInfo', 'clipped_surrogate', 
            'loss_batch', 'reference_logprobs', 'policy_loss_backward']
 
 # %% ../nbs/11_loss.ipynb #e06e7abc
-import math
+import contextlib, math
 from dataclasses import dataclass, fields
+from typing import Callable
 
 import torch
 
@@ -201,20 +202,23 @@ def reference_logprobs(ref_model, batch: LossBatch, temperature: float = 1.0, mi
     return LossBatch(batch.input_ids, batch.attention_mask, batch.loss_mask, batch.old_logprobs, batch.advantages, ref)
 
 # %% ../nbs/11_loss.ipynb #f6d2a6e5
-def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig(), temperature: float = 1.0
-                         ) -> tuple[float, LossInfo]:
+def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig(), temperature: float = 1.0,
+                         counts: tuple[int, int] | None = None, grad_scale: float = 1.0,
+                         no_sync: Callable[[], contextlib.AbstractContextManager] | None = None) -> tuple[float, LossInfo]:
     "Forward and backward over length-sorted micro-batches; gradients accumulate in `model` as for one big batch."
     dev = next(model.parameters()).device
     on = batch.loss_mask > 0                                                       # (N, L)
-    n_seqs, n_tokens = int(on.any(1).sum()), int(on.sum())
+    n_seqs, n_tokens = counts or (int(on.any(1).sum()), int(on.sum()))             # the whole batch's, over every process
     if n_tokens == 0: raise ValueError("no loss tokens: the batch is empty or fully masked")
+    mbs = [mb for mb in batch.micro_batches(cfg.micro_batch) if (mb.loss_mask > 0).any()]
     info = LossInfo()
-    for mb in batch.micro_batches(cfg.micro_batch):
-        if not (mb.loss_mask > 0).any(): continue
-        logp, ent = token_logprobs(model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True)  # (b, L)
-        ref = None if mb.ref_logprobs is None else mb.ref_logprobs.to(dev)
-        loss, mb_info = clipped_surrogate(logp, mb.old_logprobs.to(dev), mb.advantages.to(dev), mb.loss_mask.to(dev), cfg,
-                                          ref_logp=ref, entropy=ent.detach(), n_seqs=n_seqs, n_tokens=n_tokens)
-        loss.backward()
+    for j, mb in enumerate(mbs):
+        quiet = no_sync() if no_sync is not None and j < len(mbs) - 1 else contextlib.nullcontext()   # DDP: sync on the last only
+        with quiet:
+            logp, ent = token_logprobs(model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True)  # (b, L)
+            ref = None if mb.ref_logprobs is None else mb.ref_logprobs.to(dev)
+            loss, mb_info = clipped_surrogate(logp, mb.old_logprobs.to(dev), mb.advantages.to(dev), mb.loss_mask.to(dev), cfg,
+                                              ref_logp=ref, entropy=ent.detach(), n_seqs=n_seqs, n_tokens=n_tokens)
+            (loss * grad_scale).backward()
         info = info + mb_info
     return info.loss, info

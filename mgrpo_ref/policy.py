@@ -8,7 +8,7 @@ __all__ = ['CHAT_TEMPLATE', 'SPECIAL_TOKENS', 'protocol_tags', 'world_texts', 'b
            'tiny_policy', 'smollm2_path', 'load_smollm2']
 
 # %% ../nbs/05_policy.ipynb #d2daa823
-import json
+import json, re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,7 +152,7 @@ def _draw(logp: torch.Tensor, top_p: float, gens: list[torch.Generator]) -> torc
         keep = sp.cumsum(-1) - sp < top_p                                    # (B, V) the nucleus, best token always kept
         probs = torch.zeros_like(probs).scatter(-1, si, sp * keep)
     cdf = probs.cumsum(-1)                                                   # (B, V)
-    u = torch.stack([torch.rand((), generator=g, dtype=cdf.dtype) for g in gens]) * cdf[:, -1]  # (B,)
+    u = torch.stack([torch.rand((), generator=g, dtype=cdf.dtype) for g in gens]).to(cdf.device) * cdf[:, -1]  # (B,) CPU generators: the same draws on any device
     return torch.searchsorted(cdf, u[:, None]).clamp_max(cdf.shape[-1] - 1).squeeze(-1)          # (B,)
 
 @torch.no_grad()
@@ -258,13 +258,14 @@ class Policy:
 
     @classmethod
     def load(cls, path: str | Path, dtype=torch.float32) -> 'Policy':
-        "Load a policy saved by `save` (or any local causal-LM checkpoint with a chat template)."
+        "Load a policy saved by `save`, or any causal-LM checkpoint with a chat template: a local folder or a Hugging Face id (org/name)."
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        p = Path(path)
-        if not p.is_dir(): raise FileNotFoundError(f"no checkpoint folder at {str(p)!r}")
+        p, hub_id = Path(path), re.fullmatch(r'[\w.-]+/[\w.-]+', str(path)) and not str(path).startswith('.')
+        if not p.is_dir() and not hub_id: raise FileNotFoundError(f"no checkpoint folder at {str(p)!r}")
         meta = json.loads((p/'policy.json').read_text()) if (p/'policy.json').exists() else {}
-        tok = AutoTokenizer.from_pretrained(p)
-        model = AutoModelForCausalLM.from_pretrained(p, dtype=dtype).eval()
+        src = p if p.is_dir() else str(path)
+        tok = AutoTokenizer.from_pretrained(src)
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype).eval()
         return cls(model, tok, meta.get('observation_role', 'tool'))
 
 def tiny_policy(world, cfg: TinyModelConfig = TinyModelConfig(), seed: int = 0) -> Policy:

@@ -22,8 +22,7 @@ from .protocol import FormatCheck, ParsedTurn
 from .rewards import SubtaskAnswers
 from .rollout import InProcessSubAgent, RolloutConfig, SubRequest, SubResponse, Trajectory
 from .store import LocalRedis, RedisStore
-from .tools import Toolbox
-from .trainer import AgentTrainer, SubSide, TrainConfig, Trainer, config_fields, plot_run, warm_start_folder
+from .trainer import AgentTrainer, SubSide, Task, TrainConfig, Trainer, config_fields, load_task, plot_run, warm_start_folder
 from .world import World, WorldConfig, build_world
 
 log = logging.getLogger(__name__)
@@ -92,15 +91,16 @@ def trajectory_from_json(line: str) -> Trajectory:
 # %% ../nbs/14_servers.ipynb #ec0c7117
 class SubServer:
     "The sub-agent's server: answers delegations with its policy, keeps their sub-trajectories, trains on each finished step."
-    def __init__(self, world: World, cfg: TrainConfig, policy: Policy, store: RedisStore, out: str | Path,
+    def __init__(self, task: World | Task, cfg: TrainConfig, policy: Policy, store: RedisStore, out: str | Path,
                  resume: bool = False):
         if cfg.mode not in ('mgrpo', 'frozen_sub', 'mgrpo_ragged'):
             raise ValueError(f"the decoupled servers train modes 'mgrpo', 'frozen_sub' and 'mgrpo_ragged', not {cfg.mode!r}")
         self.cfg, self.policy, self.store, self.out = cfg, policy, store, Path(out)
-        self.toolbox = Toolbox.for_world(world)
+        task = Task.of(task)
+        self.toolbox = task.toolbox
         self.trainer = None if cfg.mode == 'frozen_sub' else AgentTrainer(
             policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations)
-        expert = SubtaskAnswers(world) if cfg.reward.beta_exp else None
+        expert = SubtaskAnswers(task.world) if cfg.reward.beta_exp and task.world else None
         self.side = SubSide(policy, self.trainer, self.toolbox, store, cfg, expert)
         self.next_step, self.pending = 0, []          # steps trained so far; delegations waiting for a newer policy
         (self.out / 'journal').mkdir(parents=True, exist_ok=True)
@@ -215,24 +215,24 @@ def main_server(world: World, cfg: TrainConfig, policy: Policy, store: RedisStor
     return trainer
 
 def run_main_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint: str | Path | None = None, resume: bool = False,
-                    world_seed: int = 0, threads: int | None = None, max_lag: int = 0, timeout: float = 600.0,
+                    threads: int | None = None, max_lag: int = 0, timeout: float = 600.0,
                     on_timeout: str = 'fail', progress: bool = True) -> dict:
     "Build the world and the main policy, train, and tell the sub server the run is over; returns the summary."
     if threads: torch.set_num_threads(threads)
-    world, store, out = build_world(WorldConfig(seed=world_seed)), RedisStore(redis_url), Path(out)
+    task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = Policy.load((out / 'checkpoint' if resume else Path(checkpoint)) / 'main')
-    summary = main_server(world, cfg, policy, store, out, resume, max_lag, timeout, on_timeout).fit(progress)
+    summary = main_server(task, cfg, policy, store, out, resume, max_lag, timeout, on_timeout).fit(progress)
     store.r.set(finished_key(store, cfg.run), 1, ex=store.ttl)
     store.close()
     return summary
 
 def run_sub_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint: str | Path | None = None, resume: bool = False,
-                   world_seed: int = 0, threads: int | None = None, idle_timeout: float | None = None) -> None:
+                   threads: int | None = None, idle_timeout: float | None = None) -> None:
     "Build the world and the sub policy and serve until the main server is done."
     if threads: torch.set_num_threads(threads)
-    world, store, out = build_world(WorldConfig(seed=world_seed)), RedisStore(redis_url), Path(out)
+    task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = Policy.load((out / 'checkpoint' if resume else Path(checkpoint)) / 'sub')
-    SubServer(world, cfg, policy, store, out, resume).serve(idle_timeout=idle_timeout)
+    SubServer(task, cfg, policy, store, out, resume).serve(idle_timeout=idle_timeout)
     store.close()
 
 # %% ../nbs/14_servers.ipynb #1737bc54
@@ -252,7 +252,7 @@ def merge_run(out: str | Path) -> dict:
     fig = plot_run(merged); fig.savefig(out / 'curves.png', dpi=110); plt.close(fig)
     return summary
 
-def decoupled(cfg: TrainConfig, out: str | Path, checkpoint: str | Path, redis_url: str | None = None, world_seed: int = 0,
+def decoupled(cfg: TrainConfig, out: str | Path, checkpoint: str | Path, redis_url: str | None = None,
               threads: int | None = None, max_lag: int = 0, progress: bool = True, poll: float = 0.2) -> dict:
     "Train with the two servers as two processes on this machine (and a private Redis unless `redis_url`); returns the summary."
     out = Path(out)
@@ -264,9 +264,9 @@ def decoupled(cfg: TrainConfig, out: str | Path, checkpoint: str | Path, redis_u
     ctx = multiprocessing.get_context('spawn')
     from mgrpo_ref import servers                    # spawned processes import their target from the package, by name
     procs = {'sub server': ctx.Process(target=servers.run_sub_server, args=(cfg, url, out / 'sub_server', checkpoint),
-                                       kwargs=dict(world_seed=world_seed, threads=threads)),
+                                       kwargs=dict(threads=threads)),
              'main server': ctx.Process(target=servers.run_main_server, args=(cfg, url, out, checkpoint),
-                                        kwargs=dict(world_seed=world_seed, threads=threads, max_lag=max_lag, progress=progress))}
+                                        kwargs=dict(threads=threads, max_lag=max_lag, progress=progress))}
     try:
         for p in procs.values(): p.start()
         while any(p.is_alive() for p in procs.values()):
@@ -319,10 +319,13 @@ def _check_redis(url: str | None) -> None:
     if not url: raise ValueError("--redis-url is needed: redis://[:password@]host:port/db of the Redis both servers share")
     RedisStore(url).close()
 
-def _train_config(config, set, mode, seed, steps, run) -> TrainConfig:
+def _train_config(config, set, mode, seed, steps, run, world_seed) -> TrainConfig:
     d = config_fields(config, set)
     d.update({k: v for k, v in (('mode', mode), ('seed', seed), ('steps', steps), ('run', run)) if v is not None})
-    return TrainConfig.from_dict(d)
+    if world_seed is not None: d['data'] = {**d.get('data', {}), 'world_seed': world_seed}
+    cfg = TrainConfig.from_dict(d)
+    load_task(cfg.data)                                  # the dataset files and the retriever's address are checked now
+    return cfg
 
 @call_parse
 def mgrpo_decoupled(
@@ -337,20 +340,20 @@ def mgrpo_decoupled(
     redis_url: str = None,          # redis://[:password@]host:port/db of a running Redis (default: a private one on loopback)
     max_lag: int = 0,               # steps the sub-agent may lag behind the main agent (0: synchronous, as co-located)
     threads: int = None,            # torch threads per server (default: torch's)
-    world_seed: int = 0,            # seed of the world
+    world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
     quiet: bool = False,            # no progress bar
 ):
     "Train M-GRPO with the main agent and the sub-agent on two servers that share only statistics through Redis."
     try:
-        cfg = _train_config(config, set, mode, seed, steps, None)
+        cfg = _train_config(config, set, mode, seed, steps, None, world_seed)
         if checkpoint and not Path(checkpoint).is_dir(): raise FileNotFoundError(f"--checkpoint {checkpoint!r} is not a folder")
         if max_lag < 0: raise ValueError(f"--max-lag must be >= 0, got {max_lag}")
         Trainer.check_out(out, False)
         if redis_url: _check_redis(redis_url)                                        # fail now on a bad URL or password
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-decoupled: {e}")
     if cfg.mode not in ('mgrpo', 'frozen_sub', 'mgrpo_ragged'): raise SystemExit(f"mgrpo-decoupled: mode {cfg.mode!r} has no sub-agent to decouple")
-    start = checkpoint or warm_start_folder(build_world(WorldConfig(seed=world_seed)), cfg, out, warmstart_steps, world_seed)
-    print(json.dumps(decoupled(cfg, out, start, redis_url, world_seed, threads, max_lag, progress=not quiet)))
+    start = checkpoint or warm_start_folder(build_world(WorldConfig(seed=cfg.data.world_seed)), cfg, out, warmstart_steps, cfg.data.world_seed)
+    print(json.dumps(decoupled(cfg, out, start, redis_url, threads, max_lag, progress=not quiet)))
 
 @call_parse
 def mgrpo_main_server(
@@ -368,16 +371,16 @@ def mgrpo_main_server(
     timeout: float = 600.0,         # seconds to wait for the sub server's answer to a delegation
     on_timeout: str = 'fail',       # 'fail' (stop with an error) or 'resend' (ask again and keep waiting)
     threads: int = None,            # torch threads
-    world_seed: int = 0,            # seed of the world
+    world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
     quiet: bool = False,            # no progress bar
 ):
     "The main agent's server: rollouts, R_M, the statistics records, the main agent's updates; delegations go to the sub server."
     try:
-        cfg = _train_config(config, set, mode, seed, steps, run)
+        cfg = _train_config(config, set, mode, seed, steps, run, world_seed)
         if not resume and not checkpoint: raise ValueError("--checkpoint is needed (or --resume)")
         _check_redis(redis_url)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-main-server: {e}")
-    print(json.dumps(run_main_server(cfg, redis_url, out, checkpoint, resume, world_seed, threads, max_lag, timeout, on_timeout, not quiet)))
+    print(json.dumps(run_main_server(cfg, redis_url, out, checkpoint, resume, threads, max_lag, timeout, on_timeout, not quiet)))
 
 @call_parse
 def mgrpo_sub_server(
@@ -392,12 +395,12 @@ def mgrpo_sub_server(
     out: str = 'runs/main_server/sub_server',  # its own folder: metrics, checkpoint, journal
     resume: bool = False,           # continue from the checkpoint in --out (and its journal)
     threads: int = None,            # torch threads
-    world_seed: int = 0,            # seed of the world
+    world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
 ):
     "The sub-agent's server: answers delegations, joins the statistics with its sub-trajectories, aligns and trains."
     try:
-        cfg = _train_config(config, set, mode, seed, steps, run)
+        cfg = _train_config(config, set, mode, seed, steps, run, world_seed)
         if not resume and not checkpoint: raise ValueError("--checkpoint is needed (or --resume)")
         _check_redis(redis_url)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-sub-server: {e}")
-    run_sub_server(cfg, redis_url, out, checkpoint, resume, world_seed, threads)
+    run_sub_server(cfg, redis_url, out, checkpoint, resume, threads)

@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 
 EXE = shutil.which('mgrpo-train') or str(Path(sys.executable).parent / 'mgrpo-train')
+ROOT = Path(__file__).parent.parent
 TINY = 'questions_per_step=2,rollout.k=2,rollout.max_turns_main=3,rollout.max_turns_sub=3,eval_questions=2,eval_samples=1,checkpoint_every=1'
 
 
-def run(*args):
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=600)
+def run(*args, exe=(EXE,)):
+    return subprocess.run([*exe, *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
 
 
 def test_bad_input_fails_before_any_work(tmp_path):
@@ -22,7 +23,12 @@ def test_bad_input_fails_before_any_work(tmp_path):
              (['--set', 'rollout.k=1'], 'TrainConfig.rollout.k (K) must be >= 2'),
              (['--set', 'learning_rate=1'], "unknown TrainConfig fields ['learning_rate']"),
              (['--checkpoint', str(tmp_path / 'nope')], 'is not a folder'),
-             (['--resume'], '--resume: no checkpoint in')]
+             (['--resume'], '--resume: no checkpoint in'),
+             (['--set', 'models.main=/nowhere/model'], "TrainConfig.models.main: cannot load '/nowhere/model'"),
+             (['--set', 'data.retriever=x'], "unknown TrainConfig.data fields ['retriever']"),
+             (['--dataset', 'squad:x.jsonl'], "DataConfig.dataset must be 'world' or LOADER:PATH"),
+             (['--dataset', 'gaia:' + str(tmp_path / 'none.jsonl')], 'no benchmark file at'),
+             (['--config', 'configs/toy-cpu.json', '--set', 'accel.mixed_precision=fp16'], "AccelConfig.mixed_precision must be 'no' or 'bf16'")]
     for args, msg in cases:
         out = tmp_path / 'run'
         r = run(*args, '--out', str(out))
@@ -50,3 +56,76 @@ def test_a_used_output_folder_is_refused_before_any_work(tmp_path):
     r = run('--out', str(tmp_path))
     assert r.returncode != 0 and 'already holds a run (metrics.jsonl)' in r.stderr, r.stderr[-500:]
     assert not (tmp_path / 'warmstart').exists()
+
+
+def test_config_files_load_and_toy_cpu_is_the_defaults():
+    from mgrpo_ref.trainer import TrainConfig
+    configs = {p.name: TrainConfig.from_dict(json.loads(p.read_text())) for p in (ROOT / 'configs').glob('*.json')}
+    assert configs['toy-cpu.json'] == TrainConfig()
+    gpu = configs['qwen3-gpu.json']                   # the published hyperparameters
+    assert (gpu.rollout.k, gpu.main_optim.lr, gpu.sub_optim.lr, gpu.loss.eps_low, gpu.loss.eps_high, gpu.loss.beta_kl) == (8, 1e-6, 1e-6, 0.2, 0.28, 0.0)
+    assert gpu.rollout.main_sampling.temperature == gpu.rollout.sub_sampling.temperature == 1.0
+    assert gpu.models.main.startswith('Qwen/Qwen3') and gpu.accel.mixed_precision == 'bf16'
+
+
+def summary_of(r) -> dict:
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_toy_cpu_config_runs_two_steps(tmp_path):
+    s = summary_of(run('--config', 'configs/toy-cpu.json', '--steps', '2', '--warmstart-steps', '3', '--set', TINY,
+                       '--out', str(tmp_path / 'run'), '--quiet'))
+    assert s['steps'] == 2 and json.loads((tmp_path / 'run' / 'config.json').read_text())['data']['dataset'] == 'world'
+
+
+def test_solo_script_runs_two_steps_with_bf16_autocast_and_gradient_checkpointing(tmp_path):
+    "train_mgrpo.py, the trainer notebook as one file, with the GPU config's precision options (on the CPU)."
+    out = tmp_path / 'run'
+    s = summary_of(run('--steps', '2', '--warmstart-steps', '3', '--out', str(out), '--quiet',
+                       '--set', TINY + ',accel.mixed_precision=bf16,accel.gradient_checkpointing=true',
+                       exe=(sys.executable, str(ROOT / 'train_mgrpo.py'))))
+    assert s['steps'] == 2
+    m = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()][-1]
+    assert m['main/version'] >= 1 or m['main/skipped'] == 'zero_signal', m
+
+
+def test_benchmark_file_with_a_retrieval_server(tmp_path, world, warm_policies):
+    "--dataset reads a WebWalkerQA-format file and --retriever-url sends search and visit to a /retrieve server."
+    from mgrpo_ref.tools import serve_retrieval
+    from mgrpo_ref.warmstart import save_policies
+    start = save_policies({r: warm_policies[r] for r in ('main', 'sub')}, tmp_path / 'warm')
+    rows = [{'Question': q.question, 'Answer': q.answer, 'Root_Url': 'https://example.org', 'Info': {'Hop': 'multi-source'}}
+            for q in world.questions['train'][:12]]
+    (tmp_path / 'ww.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    (tmp_path / 'test.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows[:4]))
+    server = serve_retrieval(world.pages)
+    try:
+        s = summary_of(run('--dataset', f'webwalkerqa:{tmp_path}/ww.jsonl', '--retriever-url', server.url, '--steps', '2',
+                           '--checkpoint', str(start), '--set', TINY + f',data.eval_dataset=webwalkerqa:{tmp_path}/test.jsonl',
+                           '--out', str(tmp_path / 'run'), '--quiet'))
+    finally: server.shutdown()
+    assert s['steps'] == 2 and s['eval_accuracy_after'] is not None
+    m = [json.loads(l) for l in (tmp_path / 'run' / 'metrics.jsonl').read_text().splitlines()]
+    assert m[-1]['eval/questions'] == 2 and sum(x['sub/episodes'] for x in m[1:]) > 0    # the sub-agent searched through the server
+
+
+def test_mgrpo_config_checks_a_file_and_prints_it_whole(tmp_path):
+    exe = (shutil.which('mgrpo-config') or str(Path(sys.executable).parent / 'mgrpo-config'),)
+    r = run('configs/toy-cpu.json', '--set', 'rollout.k=4', exe=exe)
+    assert r.returncode == 0, r.stderr[-1000:]
+    assert json.loads(r.stdout)['rollout']['k'] == 4 and json.loads(r.stdout)['accel']['cpu'] is False
+    (tmp_path / 'bad.json').write_text(json.dumps({'d_max': 0}))
+    r = run(str(tmp_path / 'bad.json'), exe=exe)
+    assert r.returncode != 0 and 'TrainConfig.d_max must be an integer >= 1, got 0' in r.stderr
+    r = run('configs/qwen3-gpu.json', exe=exe)                    # its data files are the user's to fetch
+    assert r.returncode != 0 and "TrainConfig.data.dataset: no file at 'data/webwalkerqa_silver.jsonl'" in r.stderr
+
+
+def test_gpu_benchmark_runs_its_code_path_on_the_cpu(tmp_path):
+    r = run('bench/gpu.py', '--size', 'tiny', '--steps', '2', '--out', str(tmp_path),
+            '--set', 'accel.cpu=true,accel.main_device=null,accel.sub_device=null,questions_per_step=2,rollout.k=2',
+            exe=(sys.executable,))
+    out = summary_of(r)
+    assert out['mixed_precision'] == 'bf16' and out['gradient_checkpointing'] is True
+    assert out['generation_tok_s'] > 0 and out['training_tok_s'] > 0 and 0 < out['mfu'] < 1

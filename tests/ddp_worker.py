@@ -1,0 +1,27 @@
+"""One data-parallel training run, launched by tests/test_ddp.py as `torchrun --nproc_per_node N tests/ddp_worker.py OUT START`.
+
+Every process trains its share of each step's questions; afterwards rank 0 checks that every process holds the same
+parameters and writes what it found to OUT/ddp.json, with its parameters in OUT/params.pt for a comparison with one process."""
+import json, sys
+from pathlib import Path
+
+import torch
+
+from mgrpo_ref.trainer import TrainConfig, Trainer, make_accelerator
+from mgrpo_ref.warmstart import load_policies
+from mgrpo_ref.world import build_world
+
+out, start = Path(sys.argv[1]), sys.argv[2]
+torch.set_num_threads(1)
+cfg = TrainConfig.from_dict({'steps': 2, 'questions_per_step': 4, 'eval_every': 0, 'eval_questions': 4, 'eval_samples': 2,
+                             'rollout': {'k': 4, 'max_turns_main': 3, 'max_turns_sub': 3}, 'accel': {'cpu': True}})
+acc = make_accelerator(cfg.accel)
+trainer = Trainer(build_world(seed=0), cfg, load_policies(start, cfg.roles), out=out, accelerator=acc)
+summary = trainer.fit(progress=False)
+params = {r: torch.cat([p.detach().flatten() for p in pol.model.parameters()]) for r, pol in trainer.policies.items()}
+gathered = {r: acc.gather(v[None]) for r, v in params.items()}                      # (num_processes, n_params)
+if acc.is_main_process:
+    spread = {r: float((g - g[0]).abs().max()) for r, g in gathered.items()}         # largest difference from rank 0
+    (out / 'ddp.json').write_text(json.dumps({'num_processes': acc.num_processes, 'spread': spread, 'summary': summary,
+                                              'versions': {r: t.version for r, t in trainer.trainers.items()}}))
+    torch.save(params, out / 'params.pt')
