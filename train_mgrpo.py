@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from mgrpo_ref.advantages import main_advantages, sub_advantages
 from mgrpo_ref.alignment import align_to_dmax
 from mgrpo_ref.benchmarks import load_gaia, load_webwalkerqa, load_xbench, read_rows
-from mgrpo_ref.loss import LossConfig, LossInfo, loss_batch, policy_loss_backward
+from mgrpo_ref.loss import LossConfig, LossInfo, loss_batch, merge_duplicates, policy_loss_backward
 from mgrpo_ref.policy import Policy
 from mgrpo_ref.rewards import RewardConfig, SubtaskAnswers, score_mains, score_subs
 from mgrpo_ref.rollout import (InProcessSubAgent, RolloutConfig, SubAgentClient, Trajectory, rollout_mgrpo,
@@ -182,9 +182,13 @@ class AgentTrainer:
         if not signal:                                        # no signal anywhere: Adam's momentum alone would move the policy
             self.skipped['zero_signal'] += 1
             return {'skipped': 'zero_signal', 'version': self.version}
-        batch = loss_batch(trajectories, adv, self.policy.pad_id) if trajectories else None
+        batch = None
+        if trajectories:                                      # a sub-trajectory that alignment repeats is computed once and counted as often
+            uniq, uniq_adv, weights = merge_duplicates(trajectories, adv)
+            batch = loss_batch(uniq, uniq_adv, self.policy.pad_id, weights)
         on = batch.loss_mask > 0 if batch is not None else torch.zeros(0, 0, dtype=torch.bool)   # (N, L)
-        counts = tuple(int(c) for c in all_reduce(self.acc, [int(on.any(1).sum()), int(on.sum())]))  # over every process
+        w = batch.weights if batch is not None else torch.zeros(0)                                  # (N,)
+        counts = tuple(int(c) for c in all_reduce(self.acc, [int(w[on.any(1)].sum()), int((w * on.sum(1)).sum())]))  # over every process
         params = [p for p in self.policy.model.parameters() if p.requires_grad]
         no_sync = (lambda: self.acc.no_sync(self.model)) if self.processes > 1 else None
         out = {}

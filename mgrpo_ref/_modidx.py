@@ -68,6 +68,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mgrpo_ref.loss.clipped_loss_naive': ('loss.html#clipped_loss_naive', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.clipped_surrogate': ('loss.html#clipped_surrogate', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.loss_batch': ('loss.html#loss_batch', 'mgrpo_ref/loss.py'),
+                                'mgrpo_ref.loss.merge_duplicates': ('loss.html#merge_duplicates', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.plot_clipped_objective': ('loss.html#plot_clipped_objective', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.policy_loss_backward': ('loss.html#policy_loss_backward', 'mgrpo_ref/loss.py'),
                                 'mgrpo_ref.loss.reference_logprobs': ('loss.html#reference_logprobs', 'mgrpo_ref/loss.py')},

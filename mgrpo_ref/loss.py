@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['LossConfig', 'clipped_loss_naive', 'LossInfo', 'clipped_surrogate', 'plot_clipped_objective', 'LossBatch',
-           'loss_batch', 'reference_logprobs', 'policy_loss_backward']
+           'merge_duplicates', 'loss_batch', 'reference_logprobs', 'policy_loss_backward']
 
 # %% ../nbs/11_loss.ipynb #e06e7abc
-import contextlib, math
+import contextlib, dataclasses, math
 from dataclasses import dataclass, fields
 from typing import Callable
 
@@ -88,9 +88,9 @@ def _k3(log_q: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
 
 def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
                       cfg: LossConfig = LossConfig(), ref_logp: torch.Tensor | None = None,
-                      entropy: torch.Tensor | None = None, n_seqs: int | None = None, n_tokens: int | None = None
-                      ) -> tuple[torch.Tensor, LossInfo]:
-    "The clipped-surrogate loss of a padded batch, normalised by `n_seqs` or `n_tokens` (default: this batch's)."
+                      entropy: torch.Tensor | None = None, n_seqs: int | None = None, n_tokens: int | None = None,
+                      weights: torch.Tensor | None = None) -> tuple[torch.Tensor, LossInfo]:
+    "The clipped-surrogate loss of a padded batch, normalised by `n_seqs` or `n_tokens` (default: this batch's); row i counts `weights[i]` times (default 1)."
     if logp.ndim != 2 or old_logp.shape != logp.shape or mask.shape != logp.shape or adv.shape != logp.shape[:1]:
         raise ValueError(f"expected logp, old_logp, mask of one shape (N, T) and adv (N,), got {tuple(logp.shape)}, "
                          f"{tuple(old_logp.shape)}, {tuple(mask.shape)}, {tuple(adv.shape)}")
@@ -111,18 +111,19 @@ def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Ten
         kl_ref = _k3(torch.where(on, ref_logp, zero), torch.where(on, logp, zero))   # (N, T)
         term = term + cfg.beta_kl * kl_ref
     term = torch.where(on, term, zero)                                              # (N, T)
+    w = torch.ones_like(adv, dtype=logp.dtype) if weights is None else weights.to(logp)   # (N,) multiplicities
     tokens_per_seq = on.sum(1)                                                      # (N,)
-    n_seqs = int((tokens_per_seq > 0).sum()) if n_seqs is None else n_seqs
-    n_tokens = int(on.sum()) if n_tokens is None else n_tokens
-    if cfg.aggregation == 'token-mean': loss = term.sum() / n_tokens
-    else: loss = (term.sum(1) / tokens_per_seq.clamp_min(1)).sum() / n_seqs
+    n_seqs = int(w[tokens_per_seq > 0].sum()) if n_seqs is None else n_seqs
+    n_tokens = int((w * tokens_per_seq).sum()) if n_tokens is None else n_tokens
+    if cfg.aggregation == 'token-mean': loss = (w * term.sum(1)).sum() / n_tokens
+    else: loss = (w * term.sum(1) / tokens_per_seq.clamp_min(1)).sum() / n_seqs
     with torch.no_grad():
-        r = ratio[on]
-        info = LossInfo(loss=loss.item(), sequences=int((tokens_per_seq > 0).sum()), tokens=int(on.sum()),
-                        clipped_low=int(((A < 0) & (ratio < 1 - cfg.eps_low) & on).sum()),
-                        clipped_high=int(((A > 0) & (ratio > 1 + cfg.eps_high) & on).sum()),
-                        kl_behaviour_sum=_k3(torch.where(on, old_logp, zero), torch.where(on, logp, zero))[on].sum().item(),
-                        kl_ref_sum=kl_ref[on].sum().item(), entropy_sum=0.0 if entropy is None else entropy[on].sum().item(),
+        r, wt = ratio[on], w[:, None].expand_as(on)[on]                            # (n,) over loss tokens
+        info = LossInfo(loss=loss.item(), sequences=int(w[tokens_per_seq > 0].sum()), tokens=int(wt.sum()),
+                        clipped_low=int(wt[((A < 0) & (ratio < 1 - cfg.eps_low))[on]].sum()),
+                        clipped_high=int(wt[((A > 0) & (ratio > 1 + cfg.eps_high))[on]].sum()),
+                        kl_behaviour_sum=(wt * _k3(torch.where(on, old_logp, zero), torch.where(on, logp, zero))[on]).sum().item(),
+                        kl_ref_sum=(wt * kl_ref[on]).sum().item(), entropy_sum=0.0 if entropy is None else (wt * entropy[on]).sum().item(),
                         ratio_min=r.min().item(), ratio_max=r.max().item())
     return loss, info
 
@@ -159,6 +160,7 @@ class LossBatch:
     old_logprobs: torch.Tensor               # (N, L) behaviour log-probs, 0 off the loss mask
     advantages: torch.Tensor                 # (N,) one advantage per trajectory
     ref_logprobs: torch.Tensor | None = None  # (N, L) reference log-probs when beta_kl > 0
+    weights: torch.Tensor | None = None       # (N,) how many times each trajectory counts (None: once each)
 
     def __len__(self) -> int: return len(self.advantages)
 
@@ -167,22 +169,33 @@ class LossBatch:
         L = int(self.attention_mask[s].sum(1).max()) if len(self.advantages[s]) else 0
         return LossBatch(*(None if t is None else t[s] if t.ndim == 1 else t[s][:, :L]
                            for t in (self.input_ids, self.attention_mask, self.loss_mask, self.old_logprobs,
-                                     self.advantages, self.ref_logprobs)))
+                                     self.advantages, self.ref_logprobs, self.weights)))
 
     def micro_batches(self, size: int) -> list['LossBatch']:
         "Chunks of `size` trajectories of similar length (sorted, shortest first), each as short as its longest one."
         order = torch.argsort(self.attention_mask.sum(1), stable=True)              # (N,)
         return [self[order[i:i + size]] for i in range(0, len(self), size)]
 
-def loss_batch(trajectories: list, advantages: torch.Tensor | list[float], pad_id: int) -> LossBatch:
-    "Right-pad trajectories (with their loss masks and behaviour log-probs) and attach one advantage each."
+def merge_duplicates(trajectories: list, advantages: torch.Tensor) -> tuple[list, torch.Tensor, torch.Tensor]:
+    "Each distinct (trajectory, advantage) once, with the number of times it appears: a repeat is the same loss term again."
+    index, uniq, adv, weights = {}, [], [], []
+    for t, a in zip(trajectories, torch.as_tensor(advantages, dtype=torch.float32).tolist()):
+        if (t.key, a) in index: weights[index[t.key, a]] += 1; continue
+        index[t.key, a] = len(uniq); uniq.append(t); adv.append(a); weights.append(1.0)
+    return uniq, torch.tensor(adv), torch.tensor(weights)
+
+def loss_batch(trajectories: list, advantages: torch.Tensor | list[float], pad_id: int,
+               weights: torch.Tensor | None = None) -> LossBatch:
+    "Right-pad trajectories (with their loss masks and behaviour log-probs) and attach one advantage (and weight) each."
     adv = torch.as_tensor(advantages, dtype=torch.float32)                          # (N,)
     if len(trajectories) == 0: raise ValueError("no trajectories: the batch is empty")
     if adv.shape != (len(trajectories),):
         raise ValueError(f"{len(trajectories)} trajectories but advantages of shape {tuple(adv.shape)}")
+    w = None if weights is None else torch.as_tensor(weights, dtype=torch.float32)  # (N,)
+    if w is not None and w.shape != adv.shape: raise ValueError(f"{len(adv)} trajectories but weights of shape {tuple(w.shape)}")
     L = max(len(t.input_ids) for t in trajectories)
     b = LossBatch(torch.full((len(adv), L), pad_id, dtype=torch.long), torch.zeros(len(adv), L, dtype=torch.long),
-                  torch.zeros(len(adv), L), torch.zeros(len(adv), L), adv)
+                  torch.zeros(len(adv), L), torch.zeros(len(adv), L), adv, weights=w)
     for i, t in enumerate(trajectories):
         if not len(t.input_ids) == len(t.loss_mask) == len(t.logprobs):
             raise ValueError(f"trajectory {t.key}: {len(t.input_ids)} ids, {len(t.loss_mask)} mask entries, {len(t.logprobs)} log-probs")
@@ -199,7 +212,7 @@ def reference_logprobs(ref_model, batch: LossBatch, temperature: float = 1.0, mi
         for i in range(0, len(batch), micro_batch):
             mb = batch[i:i + micro_batch]                                            # (b, l), l <= L
             ref[i:i + micro_batch, :mb.input_ids.shape[1]] = token_logprobs(ref_model, mb.input_ids, mb.attention_mask, temperature).cpu()
-    return LossBatch(batch.input_ids, batch.attention_mask, batch.loss_mask, batch.old_logprobs, batch.advantages, ref)
+    return dataclasses.replace(batch, ref_logprobs=ref)
 
 # %% ../nbs/11_loss.ipynb #f6d2a6e5
 def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig(), temperature: float = 1.0,
@@ -208,7 +221,8 @@ def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig()
     "Forward and backward over length-sorted micro-batches; gradients accumulate in `model` as for one big batch."
     dev = next(model.parameters()).device
     on = batch.loss_mask > 0                                                       # (N, L)
-    n_seqs, n_tokens = counts or (int(on.any(1).sum()), int(on.sum()))             # the whole batch's, over every process
+    w = batch.weights if batch.weights is not None else torch.ones(len(batch))     # (N,) multiplicities
+    n_seqs, n_tokens = counts or (int(w[on.any(1)].sum()), int((w * on.sum(1)).sum()))   # the whole batch's, over every process
     if n_tokens == 0: raise ValueError("no loss tokens: the batch is empty or fully masked")
     mbs = [mb for mb in batch.micro_batches(cfg.micro_batch) if (mb.loss_mask > 0).any()]
     info = LossInfo()
@@ -218,7 +232,8 @@ def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig()
             logp, ent = token_logprobs(model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True)  # (b, L)
             ref = None if mb.ref_logprobs is None else mb.ref_logprobs.to(dev)
             loss, mb_info = clipped_surrogate(logp, mb.old_logprobs.to(dev), mb.advantages.to(dev), mb.loss_mask.to(dev), cfg,
-                                              ref_logp=ref, entropy=ent.detach(), n_seqs=n_seqs, n_tokens=n_tokens)
+                                              ref_logp=ref, entropy=ent.detach(), n_seqs=n_seqs, n_tokens=n_tokens,
+                                              weights=None if mb.weights is None else mb.weights.to(dev))
             (loss * grad_scale).backward()
         info = info + mb_info
     return info.loss, info

@@ -168,7 +168,8 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
     ids, mask = ids.to(dev), mask.to(dev)
     pos = (mask.cumsum(-1) - 1).clamp_min(0)                                  # (B, L) true positions
     B = len(prompts)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)   # only the last position's logits: (B, L, V) of a long prompt
+    # with a 150k-token vocabulary would not fit in memory
     cache, logits = out.past_key_values, out.logits[:, -1].float()            # (B, V)
     next_pos = pos[:, -1] + 1                                                 # (B,)
     toks, lps = [[] for _ in range(B)], [[] for _ in range(B)]
