@@ -398,10 +398,10 @@ class Trainer:
         self.task, self.cfg, self.policies = Task.of(task), cfg, {r: policies[r] for r in roles}
         if not self.task.train: raise ValueError("the task has no training questions")
         self.acc = accelerator or make_accelerator(cfg.accel)
-        self.rank, self.world_size, self.is_main = self.acc.process_index, self.acc.num_processes, self.acc.is_main_process
-        if cfg.questions_per_step % self.world_size:
-            raise ValueError(f"TrainConfig.questions_per_step ({cfg.questions_per_step}) must divide by the number of processes ({self.world_size})")
-        if remote_sub and self.world_size > 1: raise ValueError("the decoupled main server runs as one process")
+        self.rank, self.processes, self.is_main = self.acc.process_index, self.acc.num_processes, self.acc.is_main_process
+        if cfg.questions_per_step % self.processes:
+            raise ValueError(f"TrainConfig.questions_per_step ({cfg.questions_per_step}) must divide by the number of processes ({self.processes})")
+        if remote_sub and self.processes > 1: raise ValueError("the decoupled main server runs as one process")
         self.out = Path(out) if out is not None else None
         self.check_out(self.out, resume)
         toolbox = self.task.toolbox
@@ -437,7 +437,7 @@ class Trainer:
         "The training questions of `step` (a pure function of the seed and the step); this process's share of them."
         train = self.task.train
         qs = random.Random(f'{self.cfg.seed}:{step}').sample(train, min(self.cfg.questions_per_step, len(train)))
-        return qs[self.rank::self.world_size]
+        return qs[self.rank::self.processes]
 
     def step(self, step: int) -> dict:
         "Run training step `step` (0-based); returns its metrics (over every process)."
@@ -452,13 +452,13 @@ class Trainer:
         if not self.task.test: return {}
         sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
         shares = self._gather(evaluate_system(self.task, self.policies, c.mode, c.rollout, c.eval_samples, c.eval_questions,
-                                              seed=c.seed + 10**6, sub_client=sub, shard=(self.rank, self.world_size)))
+                                              seed=c.seed + 10**6, sub_client=sub, shard=(self.rank, self.processes)))
         n = sum(s['questions'] for s in shares)
         return {k: sum(s[k] * s['questions'] for s in shares) / max(n, 1) if k != 'questions' else n for k in shares[0]}
 
     def _gather(self, obj) -> list:
         "`obj` of every process, in rank order."
-        if self.world_size == 1: return [obj]
+        if self.processes == 1: return [obj]
         from accelerate.utils import gather_object
         return gather_object([obj])
 

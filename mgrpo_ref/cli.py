@@ -68,7 +68,7 @@ are this project's choices for a first replication; change them with `--set`.
 mgrpo-config configs/qwen3-gpu.json                                             # check it, print it whole
 mgrpo-train --config configs/toy-cpu.json --out runs/toy                        # a laptop CPU
 mgrpo-train --config configs/qwen3-gpu.json --out runs/qwen3                    # real models, one process, two GPUs
-torchrun --standalone --nproc_per_node 2 train_mgrpo.py --config configs/toy-cpu.json --set accel.cpu=true --out runs/ddp
+torchrun --standalone --nproc_per_node 2 train_mgrpo.py --config configs/toy-cpu.json --set accel.cpu=true --checkpoint runs/warmstart --out runs/ddp
 ```
 
 The full-scale commands (data parallel, decoupled) are in the README and in `nbs/16_cli.ipynb`.
