@@ -573,11 +573,12 @@ def warm_start_folder(world: World, cfg: TrainConfig, out: str | Path, steps: in
     policies, _ = warm_start(world, wcfg)
     return save_policies(policies, Path(out) / 'warmstart', meta={'config': asdict(wcfg), 'world_seed': world_seed})
 
-def starting_policies(cfg: TrainConfig, checkpoint: str | Path | None, named: bool = True) -> dict[str, Policy]:
-    "The policies a run starts from: a role's `TrainConfig.models` checkpoint (a folder or a Hugging Face id) if `named`, else `checkpoint/<role>`; roles with neither are left out."
+def starting_policies(cfg: TrainConfig, checkpoint: str | Path | None, named: bool = True,
+                      roles: tuple[str, ...] | None = None) -> dict[str, Policy]:
+    "The policies `roles` (default: the mode's) start from: a role's `TrainConfig.models` checkpoint (a folder or a Hugging Face id) if `named`, else `checkpoint/<role>`; roles with neither are left out."
     dtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16}[cfg.models.dtype]
     out = {}
-    for r in cfg.roles:
+    for r in roles or cfg.roles:
         name, where = getattr(cfg.models, r) if named else None, f'TrainConfig.models.{r}'
         if name is None:
             if checkpoint is None: continue

@@ -211,6 +211,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.servers.SubServer.train_step': ('servers.html#subserver.train_step', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers.SubServer.version': ('servers.html#subserver.version', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers._check_redis': ('servers.html#_check_redis', 'mgrpo_ref/servers.py'),
+                                   'mgrpo_ref.servers._server_policy': ('servers.html#_server_policy', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers._train_config': ('servers.html#_train_config', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers.decoupled': ('servers.html#decoupled', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers.finished_key': ('servers.html#finished_key', 'mgrpo_ref/servers.py'),

@@ -22,7 +22,8 @@ from .protocol import FormatCheck, ParsedTurn
 from .rewards import SubtaskAnswers
 from .rollout import InProcessSubAgent, RolloutConfig, SubRequest, SubResponse, Trajectory
 from .store import LocalRedis, RedisStore
-from .trainer import AgentTrainer, SubSide, Task, TrainConfig, Trainer, config_fields, load_task, plot_run, warm_start_folder
+from .trainer import (AgentTrainer, SubSide, Task, TrainConfig, Trainer, config_fields, load_task, make_accelerator, plot_run,
+                               starting_policies, warm_start_folder)
 from .world import World, WorldConfig, build_world
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,11 @@ class SubServer:
         self.cfg, self.policy, self.store, self.out = cfg, policy, store, Path(out)
         task = Task.of(task)
         self.toolbox = task.toolbox
+        acc = make_accelerator(cfg.accel)                # the sub-agent's device and precision: TrainConfig.accel
+        policy.model.to(cfg.accel.sub_device or acc.device)
         self.trainer = None if cfg.mode == 'frozen_sub' else AgentTrainer(
-            policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations)
+            policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations, acc,
+            cfg.accel.sub_device, cfg.accel.gradient_checkpointing)
         expert = SubtaskAnswers(task.world) if cfg.reward.beta_exp and task.world else None
         self.side = SubSide(policy, self.trainer, self.toolbox, store, cfg, expert)
         self.next_step, self.pending = 0, []          # steps trained so far; delegations waiting for a newer policy
@@ -214,13 +218,19 @@ def main_server(world: World, cfg: TrainConfig, policy: Policy, store: RedisStor
     trainer = Trainer(world, cfg, {'main': policy}, out=out, store=store, resume=resume, remote_sub=remote)
     return trainer
 
+def _server_policy(cfg: TrainConfig, role: str, checkpoint: str | Path | None, out: Path, resume: bool) -> Policy:
+    "A server's starting policy: its own checkpoint when resuming, else `TrainConfig.models.<role>`, else `checkpoint/<role>`."
+    found = starting_policies(cfg, out / 'checkpoint' if resume else checkpoint, named=not resume, roles=(role,))
+    if role not in found: raise ValueError(f"no starting policy for the {role} agent: give --checkpoint or TrainConfig.models.{role}")
+    return found[role]
+
 def run_main_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint: str | Path | None = None, resume: bool = False,
                     threads: int | None = None, max_lag: int = 0, timeout: float = 600.0,
                     on_timeout: str = 'fail', progress: bool = True) -> dict:
     "Build the world and the main policy, train, and tell the sub server the run is over; returns the summary."
     if threads: torch.set_num_threads(threads)
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
-    policy = Policy.load((out / 'checkpoint' if resume else Path(checkpoint)) / 'main')
+    policy = _server_policy(cfg, 'main', checkpoint, out, resume)
     summary = main_server(task, cfg, policy, store, out, resume, max_lag, timeout, on_timeout).fit(progress)
     store.r.set(finished_key(store, cfg.run), 1, ex=store.ttl)
     store.close()
@@ -231,7 +241,7 @@ def run_sub_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint
     "Build the world and the sub policy and serve until the main server is done."
     if threads: torch.set_num_threads(threads)
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
-    policy = Policy.load((out / 'checkpoint' if resume else Path(checkpoint)) / 'sub')
+    policy = _server_policy(cfg, 'sub', checkpoint, out, resume)
     SubServer(task, cfg, policy, store, out, resume).serve(idle_timeout=idle_timeout)
     store.close()
 
@@ -377,7 +387,7 @@ def mgrpo_main_server(
     "The main agent's server: rollouts, R_M, the statistics records, the main agent's updates; delegations go to the sub server."
     try:
         cfg = _train_config(config, set, mode, seed, steps, run, world_seed)
-        if not resume and not checkpoint: raise ValueError("--checkpoint is needed (or --resume)")
+        if not (resume or checkpoint or cfg.models.main): raise ValueError("--checkpoint is needed (or --resume, or TrainConfig.models.main)")
         _check_redis(redis_url)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-main-server: {e}")
     print(json.dumps(run_main_server(cfg, redis_url, out, checkpoint, resume, threads, max_lag, timeout, on_timeout, not quiet)))
@@ -400,7 +410,7 @@ def mgrpo_sub_server(
     "The sub-agent's server: answers delegations, joins the statistics with its sub-trajectories, aligns and trains."
     try:
         cfg = _train_config(config, set, mode, seed, steps, run, world_seed)
-        if not resume and not checkpoint: raise ValueError("--checkpoint is needed (or --resume)")
+        if not (resume or checkpoint or cfg.models.sub): raise ValueError("--checkpoint is needed (or --resume, or TrainConfig.models.sub)")
         _check_redis(redis_url)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-sub-server: {e}")
     run_sub_server(cfg, redis_url, out, checkpoint, resume, threads)
