@@ -284,7 +284,7 @@ class MainSide:
 
     def step(self, step: int, questions: list[Question]) -> dict:
         cfg, t0 = self.cfg, time.perf_counter()
-        mains, _ = rollout_mgrpo(questions, self.policy, self.client, cfg.rollout, step, cfg.seed)
+        mains, gen = rollout_mgrpo(questions, self.policy, self.client, cfg.rollout, step, cfg.seed)
         t1 = time.perf_counter()
         rewards, records = score_mains(mains, {q.qid: q.answer for q in questions}, cfg.reward)
         version = self.trainer.version if self.trainer else 0
@@ -298,7 +298,8 @@ class MainSide:
         return {**_prefixed('main', {**_final_metrics(mains, rewards, records, ainfo), **upd}),
                 'd_mean': _mean([t.d for t in mains]), 'd_hist': {str(k): d[k] for k in sorted(d)},
                 'stats/bytes': nbytes, 'main/episode_tokens': sum(len(t.input_ids) for t in mains),
-                'time/rollout': t1 - t0, 'time/main_update': time.perf_counter() - t2, 'time/main_score': t2 - t1}
+                'time/rollout': t1 - t0, 'time/main_generate': gen['gen_seconds'], 'time/main_score': t2 - t1,
+                'time/main_update': time.perf_counter() - t2}
 
 class SubSide:
     "The sub server's half of a step; in co-located mode it is also the main side's `SubAgentClient`."
@@ -315,6 +316,7 @@ class SubSide:
         cfg, t0 = self.cfg, time.perf_counter()
         records = self.store.get_records(cfg.run, step, timeout)
         subs = self.agent.pop([k for k in list(self.agent.cache) if k[0] == step])
+        gen, self.agent.stats = self.agent.stats, Counter()     # the sub-agent's sampling and tool seconds since the last step
         rewards = dict(zip([s.key for s in subs], score_subs(subs, records, cfg.reward, self.expert)))
         children: dict[tuple, list] = {k: [] for k in sorted(records, key=lambda k: (str(k[1]), k[2]))}
         for s in subs: children[tuple(s.key[:3])].append(s.key)
@@ -330,7 +332,8 @@ class SubSide:
                                      'episodes': len(subs), 'turns': _mean([len(s.turns) for s in subs]),
                                      'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(s.n_generated for s in subs),
                                      'records': len(records), 'episode_tokens': sum(len(s.input_ids) for s in subs), **upd}),
-                **_prefixed('align', al.counts), 'time/sub_score_align': t1 - t0, 'time/sub_update': time.perf_counter() - t1}
+                **_prefixed('align', al.counts), 'time/sub_generate': gen['gen_seconds'], 'time/tools': gen['tool_seconds'],
+                'time/sub_score_align': t1 - t0, 'time/sub_update': time.perf_counter() - t1}
 
 class SingleSide:
     "The single-agent baseline: one policy with the tools, rewarded and grouped like the main agent."
@@ -339,14 +342,15 @@ class SingleSide:
 
     def step(self, step: int, questions: list[Question]) -> dict:
         cfg, t0 = self.cfg, time.perf_counter()
-        trajs, _ = rollout_single(questions, self.policy, self.toolbox, cfg.rollout, step, cfg.seed)
+        trajs, gen = rollout_single(questions, self.policy, self.toolbox, cfg.rollout, step, cfg.seed)
         t1 = time.perf_counter()
         rewards, records = score_mains(trajs, {q.qid: q.answer for q in questions}, cfg.reward)
         adv, ainfo = main_advantages([t.key for t in trajs], rewards)
         t2 = time.perf_counter()
         upd = self.trainer.update(trajs, adv)
         return {**_prefixed('single', {**_final_metrics(trajs, rewards, records, ainfo), **upd}),
-                'time/rollout': t1 - t0, 'time/main_score': t2 - t1, 'time/main_update': time.perf_counter() - t2}
+                'time/rollout': t1 - t0, 'time/main_generate': gen['gen_seconds'], 'time/tools': gen['tool_seconds'],
+                'time/main_score': t2 - t1, 'time/main_update': time.perf_counter() - t2}
 
 def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
                     limit: int | None = None, seed: int = 0, split: str = 'test',

@@ -229,7 +229,8 @@ def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig()
     for j, mb in enumerate(mbs):
         quiet = no_sync() if no_sync is not None and j < len(mbs) - 1 else contextlib.nullcontext()   # DDP: sync on the last only
         with quiet:
-            logp, ent = token_logprobs(model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True)  # (b, L)
+            logp, ent = token_logprobs(model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True,
+                                       positions=(mb.loss_mask > 0).to(dev))                                         # (b, L)
             ref = None if mb.ref_logprobs is None else mb.ref_logprobs.to(dev)
             loss, mb_info = clipped_surrogate(logp, mb.old_logprobs.to(dev), mb.advantages.to(dev), mb.loss_mask.to(dev), cfg,
                                               ref_logp=ref, entropy=ent.detach(), n_seqs=n_seqs, n_tokens=n_tokens,

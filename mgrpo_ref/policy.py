@@ -4,12 +4,12 @@
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'SPECIAL_TOKENS', 'protocol_tags', 'world_texts', 'build_tokenizer', 'ChatFormat', 'TinyModelConfig',
-           'tiny_model', 'SamplingConfig', 'Sample', 'sample', 'token_logprobs', 'sequence_logprobs', 'Policy',
-           'tiny_policy', 'smollm2_path', 'load_smollm2']
+           'tiny_model', 'SamplingConfig', 'Sample', 'sample', 'TurnCache', 'token_logprobs', 'sequence_logprobs',
+           'Policy', 'tiny_policy', 'smollm2_path', 'load_smollm2']
 
 # %% ../nbs/05_policy.ipynb #d2daa823
 import json, re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -157,21 +157,27 @@ def _draw(logp: torch.Tensor, top_p: float, gens: list[torch.Generator]) -> torc
 
 @torch.no_grad()
 def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int], pad_id: int,
-           stop_ids: set[int] = frozenset(), stop_strings: list[str] = (), tokenizer=None) -> list[Sample]:
-    "Sample one continuation per prompt with the KV cache; sequence b draws from a generator seeded `seeds[b]`."
+           stop_ids: set[int] = frozenset(), stop_strings: list[str] = (), tokenizer=None,
+           cache: 'TurnCache | None' = None, keys: list | None = None) -> list[Sample]:
+    "Sample one continuation per prompt with the KV cache; sequence b draws from a generator seeded `seeds[b]`. With a `TurnCache` and one key per prompt, only the tokens it does not hold yet are prefilled."
     if len(seeds) != len(prompts): raise ValueError(f"one seed per prompt: got {len(seeds)} seeds for {len(prompts)} prompts")
     if stop_strings and tokenizer is None: raise ValueError("stop_strings need the tokenizer to decode with")
+    if cache is not None and (keys is None or len(keys) != len(prompts)):
+        raise ValueError(f"a cache needs one key per prompt: got {None if keys is None else len(keys)} keys for {len(prompts)} prompts")
     if not prompts: return []
-    dev = next(model.parameters()).device
+    dev, B = next(model.parameters()).device, len(prompts)
     gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
-    ids, mask = _left_pad(prompts, pad_id)                                    # (B, L)
-    ids, mask = ids.to(dev), mask.to(dev)
-    pos = (mask.cumsum(-1) - 1).clamp_min(0)                                  # (B, L) true positions
-    B = len(prompts)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)   # only the last position's logits: (B, L, V) of a long prompt
-    # with a 150k-token vocabulary would not fit in memory
-    cache, logits = out.past_key_values, out.logits[:, -1].float()            # (B, V)
+    kv, mask, start = None, torch.zeros((B, 0), dtype=torch.long, device=dev), [0] * B   # start: tokens of each prompt already in kv
+    if cache is not None and (held := cache.take(keys, prompts)) is not None: kv, mask, start = cache.kv, cache.mask, held
+    ids, new = _left_pad([p[s:] for p, s in zip(prompts, start)], pad_id)    # (B, n) the tokens to prefill, left-padded
+    ids, new = ids.to(dev), new.to(dev)
+    pos = torch.tensor(start, device=dev)[:, None] + (new.cumsum(-1) - 1).clamp_min(0)  # (B, n) true positions
+    mask = torch.cat([mask, new], dim=1)                                      # (B, C+n) which cache slots hold real tokens
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=kv, use_cache=True,
+                logits_to_keep=1)   # only the last position's logits: (B, n, V) of a long prompt with a 150k-token vocabulary would not fit in memory
+    kv, logits = out.past_key_values, out.logits[:, -1].float()               # (B, V)
     next_pos = pos[:, -1] + 1                                                 # (B,)
+    fed = [len(p) for p in prompts]                                           # tokens of each sequence in kv
     toks, lps = [[] for _ in range(B)], [[] for _ in range(B)]
     finish, alive = [None] * B, torch.ones(B, dtype=torch.bool)
     for step in range(cfg.max_new_tokens):
@@ -182,6 +188,7 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
             logp = F.log_softmax(logits / cfg.temperature, -1)                # (B, V)
             tok = _draw(logp, cfg.top_p, gens).to(logp.device)               # (B,)
         lp = logp.gather(-1, tok[:, None]).squeeze(-1)                        # (B,)
+        drew = alive.clone()                                                  # (B,) rows whose token this is
         for b in alive.nonzero().flatten().tolist():
             toks[b].append(int(tok[b])); lps[b].append(float(lp[b]))
             if int(tok[b]) in stop_ids: finish[b] = 'stop'
@@ -189,22 +196,49 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
             elif len(toks[b]) >= cfg.max_new_tokens: finish[b] = 'length'
             if finish[b]: alive[b] = False
         if not alive.any(): break
-        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)       # (B, L+t+1)
+        mask = torch.cat([mask, drew[:, None].to(mask)], dim=1)              # (B, C+n+t+1) a row that stopped before feeds padding
+        fed = [f + d for f, d in zip(fed, drew.tolist())]
         out = model(input_ids=tok[:, None].to(dev), attention_mask=mask, position_ids=next_pos[:, None],
-                    past_key_values=cache, use_cache=True)
-        cache, logits, next_pos = out.past_key_values, out.logits[:, -1].float(), next_pos + 1
+                    past_key_values=kv, use_cache=True)
+        kv, logits, next_pos = out.past_key_values, out.logits[:, -1].float(), next_pos + 1
+    if cache is not None: cache.store(keys, kv, mask, [(p + t)[:f] for p, t, f in zip(prompts, toks, fed)])
     return [Sample(t, l, f) for t, l, f in zip(toks, lps, finish)]
+
+# %% ../nbs/05_policy.ipynb #b8d2f1e2
+@dataclass
+class TurnCache:
+    "The KV cache of a batch of episodes, kept between their turns so that each turn prefills only the tokens added since."
+    kv: object = None                                   # the model's cache (a transformers `Cache`), one row per episode
+    mask: torch.Tensor | None = None                    # (B, C) 1 on the cache slots that hold an episode's token, 0 on padding
+    rows: dict = field(default_factory=dict)            # episode key -> (its row, the token ids its slots hold)
+
+    def take(self, keys: list, prompts: list[list[int]]) -> list[int] | None:
+        "Keep the rows of `keys`, in that order, and return how many tokens of each prompt they hold; None if a prompt does not extend its row."
+        held = [self.rows.get(k) for k in keys]
+        if self.kv is None or any(h is None or len(h[1]) >= len(p) or p[:len(h[1])] != h[1] for h, p in zip(held, prompts)):
+            return None
+        idx = torch.tensor([h[0] for h in held], device=self.mask.device)   # (B',)
+        self.kv.reorder_cache(idx); self.mask = self.mask[idx]              # (B', C)
+        return [len(h[1]) for h in held]
+
+    def store(self, keys: list, kv, mask: torch.Tensor, tokens: list[list[int]]):
+        "Keep `kv` and its slot `mask` after a turn; row b holds `tokens[b]` of episode `keys[b]`."
+        self.kv, self.mask, self.rows = kv, mask, {k: (b, t) for b, (k, t) in enumerate(zip(keys, tokens))}
 
 # %% ../nbs/05_policy.ipynb #3c281634
 def token_logprobs(model, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
-                   entropy: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    "Log-probs (b, L) of a right-padded batch, entry t = log p(x_t | x_<t) (entry 0 is 0); optionally the entropies of those distributions."
+                   entropy: bool = False, positions: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    "Log-probs (b, L) of a right-padded batch, entry t = log p(x_t | x_<t), at `positions` (default: every real token but the first) and 0 elsewhere; optionally the entropies of those distributions."
     T = temperature if temperature > 0 else 1.0
-    logits = model(input_ids=ids, attention_mask=attention_mask).logits.float() / T       # (b, L, V)
-    logp_all = torch.log_softmax(logits[:, :-1], -1)                                         # (b, L-1, V)
-    lp = F.pad(logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1), (1, 0))                   # (b, L)
+    want = (attention_mask if positions is None else positions).bool().clone()              # (b, L)
+    want[:, 0] = False                                                                       # x_0 has no prediction
+    logits = model(input_ids=ids, attention_mask=attention_mask).logits                      # (b, L, V)
+    z = logits[F.pad(want[:, 1:], (0, 1))].float() / T                                       # (n, V): only the predictions asked for,
+    logp_all = torch.log_softmax(z, -1)                                                      # (n, V)  since the work over V is the costly part
+    zero = torch.zeros(ids.shape, dtype=z.dtype, device=z.device)                            # (b, L)
+    lp = zero.masked_scatter(want, logp_all.gather(-1, ids[want][:, None]).squeeze(-1))       # (b, L)
     if not entropy: return lp
-    return lp, F.pad(-(logp_all.exp() * logp_all).sum(-1), (1, 0))                          # (b, L), (b, L)
+    return lp, zero.masked_scatter(want, -(logp_all.exp() * logp_all).sum(-1))               # (b, L), (b, L)
 
 def sequence_logprobs(model, seqs: list[list[int]], pad_id: int, temperature: float = 1.0,
                       micro_batch: int = 64, grad: bool = False) -> list[torch.Tensor]:
@@ -239,10 +273,11 @@ class Policy:
             else: strings.append(s)
         return ids, strings
 
-    def sample(self, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int], role: str) -> list[Sample]:
-        "Sample the next turn of `role` for each prompt."
+    def sample(self, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int], role: str,
+               cache: 'TurnCache | None' = None, keys: list | None = None) -> list[Sample]:
+        "Sample the next turn of `role` for each prompt (reusing `cache` for the episodes `keys`, if given)."
         ids, strings = self.stops(role)
-        return sample(self.model, prompts, cfg, seeds, self.pad_id, ids, strings, self.tokenizer)
+        return sample(self.model, prompts, cfg, seeds, self.pad_id, ids, strings, self.tokenizer, cache, keys)
 
     def logprobs(self, seqs: list[list[int]], temperature: float = 1.0, micro_batch: int = 64, grad: bool = False):
         "Per-token log-probs of `seqs` under the current weights."

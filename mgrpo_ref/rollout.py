@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .policy import Policy, SamplingConfig
+from .policy import Policy, SamplingConfig, TurnCache
 from .protocol import (FINAL_ACTION, SYSTEM_PROMPTS, FormatCheck, parse_turn, validate_trajectory, observe,
                                 render_report)
 from .tools import Toolbox
@@ -60,6 +60,7 @@ class RolloutConfig:
     max_turns_sub: int = 6                       # sub-agent turn cap
     max_turns_single: int = 12                   # single agent turn cap
     max_context: int = 1024                      # tokens an episode may grow to (prompt + turns + observations)
+    reuse_cache: bool = True                     # keep each episode's KV cache between its turns (prefill only what is new; held while tools run)
 
     def __post_init__(self):
         for f in ('k', 'max_turns_main', 'max_turns_sub', 'max_turns_single', 'max_context'):
@@ -101,7 +102,7 @@ def _sampling(role: str, cfg: RolloutConfig) -> SamplingConfig:
     return cfg.sub_sampling if role == 'sub' else cfg.main_sampling
 
 def _sample_round(policy: Policy, eps: list[_Episode], cfg: RolloutConfig, seed: int,
-                  stats: Counter) -> list[tuple[_Episode, object]]:
+                  stats: Counter, cache: TurnCache | None) -> list[tuple[_Episode, object]]:
     "Sample the next turn of every live episode that has room; returns (episode, parsed turn) pairs."
     role = eps[0].t.role
     sampling = _sampling(role, cfg)
@@ -112,7 +113,7 @@ def _sample_round(policy: Policy, eps: list[_Episode], cfg: RolloutConfig, seed:
     if not ready: return []
     t0 = time.perf_counter()
     samples = policy.sample([e.t.input_ids for e in ready], sampling,
-                            [turn_seed(seed, e.t.key, len(e.t.turns)) for e in ready], role)
+                            [turn_seed(seed, e.t.key, len(e.t.turns)) for e in ready], role, cache, [e.t.key for e in ready])
     stats['gen_seconds'] += time.perf_counter() - t0
     stats['gen_tokens'] += sum(len(s.token_ids) for s in samples); stats['gen_calls'] += 1
     out = []
@@ -132,10 +133,11 @@ def run_tool_episodes(policy: Policy, role: str, jobs: list[tuple[Key, str]], to
     if role not in ('sub', 'single'): raise ValueError(f"run_tool_episodes runs 'sub' or 'single' episodes, got {role!r}")
     stats = Counter() if stats is None else stats
     eps = [_Episode(key, role, prompt, policy, toolbox.session(repr((seed, key)))) for key, prompt in jobs]
-    live = list(eps)
+    live, cache = list(eps), TurnCache() if cfg.reuse_cache else None
     while live:
-        for e, turn in _sample_round(policy, live, cfg, seed, stats):
-            e.add_observation(policy.chat.observation_ids(observe(turn, e.tools)), _sampling(role, cfg), cfg)
+        for e, turn in _sample_round(policy, live, cfg, seed, stats, cache):
+            t0 = time.perf_counter(); obs = observe(turn, e.tools); stats['tool_seconds'] += time.perf_counter() - t0
+            e.add_observation(policy.chat.observation_ids(obs), _sampling(role, cfg), cfg)
         live = [e for e in live if not e.done]
     return [e.t for e in eps]
 
@@ -180,9 +182,9 @@ def run_main_episodes(policy: Policy, jobs: list[tuple[Key, str]], client: SubAg
     "Run one main-agent episode per `(key, question)` job, batched, delegating through `client`."
     stats = Counter() if stats is None else stats
     eps = [_Episode(key, 'main', q, policy) for key, q in jobs]
-    live = list(eps)
+    live, cache = list(eps), TurnCache() if cfg.reuse_cache else None
     while live:
-        delegating = _sample_round(policy, live, cfg, seed, stats)
+        delegating = _sample_round(policy, live, cfg, seed, stats, cache)
         requests = [SubRequest(e.t.key + (len(e.t.sub_keys),), turn.argument) for e, turn in delegating]
         responses = client.run(requests) if requests else []
         for (e, _), req, resp in zip(delegating, requests, responses):

@@ -42,7 +42,7 @@ class RulePolicy:
             return '<visit> ' + ' '.join(shown[start:shown.index(']', start)]) + ' </visit>'
         return f'<{final}> {toks[-8]} </{final}>'
 
-    def sample(self, prompts, cfg, seeds, role):
+    def sample(self, prompts, cfg, seeds, role, cache=None, keys=None):   # writes whole turns: no KV cache to keep
         out = []
         for ids, seed in zip(prompts, seeds):
             new = self.tokenizer(self._turn(ids, seed, role), add_special_tokens=False).input_ids[:cfg.max_new_tokens]
@@ -122,6 +122,26 @@ def test_batched_equals_one_at_a_time(world, toolbox, policies, mode):
     for t in batched_subs:
         assert t.input_ids == alone_subs[t.key].input_ids and t.turns == alone_subs[t.key].turns
     if mode == 'mgrpo': assert len(batched_subs) == len(alone_subs) > 0
+
+
+def test_turn_cache_changes_no_episode(world, toolbox, warm_policies):
+    "Keeping the KV cache between turns samples the same tokens with the same behaviour log-probs as re-reading each episode."
+    qs = world.questions['test'][:6]
+
+    def run(reuse):
+        cfg = RolloutConfig(k=4, reuse_cache=reuse)
+        client = InProcessSubAgent(warm_policies['sub'], toolbox, cfg, seed=5)
+        mains, _ = rollout_mgrpo(qs, warm_policies['main'], client, cfg, seed=5)
+        singles, _ = rollout_single(qs, warm_policies['single'], toolbox, cfg, seed=5)
+        return mains + client.pop() + singles
+
+    cached, fresh = run(True), run(False)
+    assert max(len(t.turns) for t in cached if t.role == 'sub') >= 3             # multi-turn episodes exercise the cache
+    assert [t.key for t in cached] == [t.key for t in fresh]
+    for a, b in zip(cached, fresh):
+        assert a.input_ids == b.input_ids and a.loss_mask == b.loss_mask
+        assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
+    _check_token_in_token_out(cached[0], warm_policies['main'])
 
 
 def test_failures_end_only_their_episode(world, toolbox, policies):
