@@ -4,6 +4,7 @@
 #   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
 #   make experiment  the paper's comparison: every arm x 3 seeds from the warm start, results in runs/experiment
 #   make docs        copy the experiment's table and figure into docs/ (shown in the README)
+#   make bench       speed: the GRPO step against TRL's GRPOTrainer, an M-GRPO step by phase, scaling; logs in runs/bench
 # Both create .venv on first use and install the pinned CPU torch before the package.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -14,13 +15,13 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo world experiment docs test sync notebooks pytest slow smollm2 lab clean
+.PHONY: install demo world experiment docs bench test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,bench]"
 	touch $@
 
 install: $(STAMP)
@@ -44,6 +45,15 @@ experiment: $(STAMP) $(WARM)
 docs: runs/experiment/results.md
 	mkdir -p docs && cp runs/experiment/results.md runs/experiment/results.csv runs/experiment/comparison.png docs/
 	test ! -f runs/bench_decoupled/timeline.png || cp runs/bench_decoupled/timeline.png docs/
+
+# the README's speed figures (bench/RESULTS.md has the full tables); run nothing else meanwhile: the machine is the instrument
+bench: $(STAMP) $(WARM)
+	mkdir -p runs/bench docs
+	set -o pipefail; $(BIN)/python bench/vs_trl.py | tee runs/bench/vs_trl.log
+	set -o pipefail; $(BIN)/python bench/step.py | tee runs/bench/step.log
+	set -o pipefail; $(BIN)/python bench/scaling.py --out runs/bench | tee runs/bench/scaling.log
+	cp runs/bench/scaling.png docs/
+bench: SHELL := /bin/bash
 
 test: sync notebooks pytest
 

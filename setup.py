@@ -27,7 +27,7 @@ setup(
     packages=find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data=True,
     install_requires=cfg['requirements'].split(),
-    extras_require={'dev': cfg['dev_requirements'].split()},
+    extras_require={'dev': cfg['dev_requirements'].split(), 'bench': cfg['bench_requirements'].split()},
     entry_points={'console_scripts': cfg['console_scripts'].split(),
                   'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,

@@ -1,0 +1,51 @@
+"The benchmark scripts of bench/ run end to end on tiny sizes and print what RESULTS.md quotes (one JSON object last)."
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mgrpo_ref.warmstart import save_policies
+
+ROOT = Path(__file__).parent.parent
+
+
+def bench(*args) -> dict:
+    r = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope='module')
+def checkpoint(warm_policies, tmp_path_factory):
+    return save_policies({r: warm_policies[r] for r in ('main', 'sub')}, tmp_path_factory.mktemp('warm'))
+
+
+def test_step_breakdown_accounts_for_the_step(checkpoint):
+    out = bench('bench/step.py', '--checkpoint', str(checkpoint), '--steps', '3', '--set', 'questions_per_step=2,rollout.k=4')
+    s, sec = out['shares'], out['seconds']
+    assert out['store'] == 'redis' and out['questions'] == 2 and out['k'] == 4
+    for phase in ('main generation', 'sub generation', 'tools', 'store I/O', 'main update'):
+        assert sec[phase] > 0, phase                      # each phase was seen (the sub update may be skipped: zero signal)
+    assert all(v > -1e-3 for v in sec.values()), sec      # the derived phases are not negative
+    assert s['other'] < 0.2, s                            # the step's metrics account for most of its wall time
+    assert out['bookkeeping_share'] == pytest.approx(s['rewards + alignment + advantages'] + s['store I/O'], abs=1e-3)
+
+
+def test_scaling_sweeps_batch_and_d_max(checkpoint, tmp_path):
+    out = bench('bench/scaling.py', '--checkpoint', str(checkpoint), '--steps', '2', '--batches', '1,2', '--dmax', '1,3',
+                '--k', '2', '--out', str(tmp_path))
+    assert [p['rollouts'] for p in out['batch']] == [2, 4] and [p['d_max'] for p in out['d_max']] == [1, 3]
+    assert all(p['seconds_per_step'] > 0 and 0 < p['bookkeeping_share'] < 1 for p in out['batch'] + out['d_max'])
+    assert (tmp_path / 'scaling.png').stat().st_size > 0 and json.loads((tmp_path / 'scaling.json').read_text()) == out
+
+
+def test_vs_trl_runs_both_sides_on_one_workload():
+    pytest.importorskip('trl')
+    out = bench('bench/vs_trl.py', '--repeats', '1', '--questions', '2', '--k', '8', '--tokens', '6')
+    ours, trl = out['ours'], out['trl']
+    assert out['ratio_seconds_per_step'] == pytest.approx(ours['seconds_per_step'] / trl['seconds_per_step'], rel=1e-2)
+    # the same prompts, K completions each: the prompt tokens in the trained sequences agree exactly
+    assert ours['trained_tokens_per_step'] - ours['generated_tokens_per_step'] == trl['trained_tokens_per_step'] - trl['generated_tokens_per_step']
+    assert 0 < ours['generated_tokens_per_step'] <= 2 * 8 * 6 and 0 < trl['generated_tokens_per_step'] <= 2 * 8 * 6
