@@ -279,8 +279,18 @@ def _final_metrics(trajs: list[Trajectory], rewards: list[float], records: dict,
 
 class MainSide:
     "The main server's half of a step."
-    def __init__(self, policy: Policy, trainer: AgentTrainer | None, client: SubAgentClient, store: StatsStore, cfg: TrainConfig):
+    def __init__(self, policy: Policy, trainer: AgentTrainer | None, client: SubAgentClient, store: StatsStore, cfg: TrainConfig,
+                 acc=None, shared_store: bool = False):
+        "`shared_store`: one store for every process (a decoupled main server on several processes), else one per process."
         self.policy, self.trainer, self.client, self.store, self.cfg = policy, trainer, client, store, cfg
+        self.acc, self.shared_store = acc, shared_store
+
+    def finish_step(self, step: int, n_records: int) -> None:
+        "Mark the step's records complete: in a store shared by several processes, once, with all their counts, after all have written."
+        if not self.shared_store or self.acc is None or self.acc.num_processes == 1:
+            return self.store.finish_step(self.cfg.run, step, n_records)
+        total, = all_reduce(self.acc, [n_records])           # every process has put its records before it reaches this
+        if self.acc.is_main_process: self.store.finish_step(self.cfg.run, step, int(total))
 
     def step(self, step: int, questions: list[Question]) -> dict:
         cfg, t0 = self.cfg, time.perf_counter()
@@ -290,7 +300,7 @@ class MainSide:
         version = self.trainer.version if self.trainer else 0
         for r in records.values(): r['main_version'] = version
         nbytes = self.store.put_records(cfg.run, step, records)
-        self.store.finish_step(cfg.run, step, len(records))
+        self.finish_step(step, len(records))
         adv, ainfo = main_advantages([t.key for t in mains], rewards)
         t2 = time.perf_counter()
         upd = self.trainer.update(mains, adv) if self.trainer else {'skipped': 'frozen'}
@@ -374,13 +384,15 @@ def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, 
 
 ADDED_METRICS = ('gen_tokens', 'episode_tokens', 'episodes', 'records', 'bytes')   # metrics that add up over processes
 EPISODE_MEANS = ('sub/reward', 'sub/format_ok', 'sub/turns')   # means over sub-episodes, whose number differs between processes
+MAX_METRICS = ('sub/lag', 'sub/version_seen')          # a decoupled main server's view of the sub-agent (None where it delegated nothing)
 
 def merge_metrics(shares: list[dict]) -> dict:
-    "One step's metrics from each process's: counts (ADDED_METRICS, align/..., histograms) add up, means average (EPISODE_MEANS weighted by episodes)."
+    "One step's metrics from each process's: counts (ADDED_METRICS, align/..., histograms) add up, means average (EPISODE_MEANS weighted by episodes), MAX_METRICS take the largest."
     out = {}
     for k, v in shares[0].items():
         vs = [m.get(k) for m in shares]
-        if isinstance(v, dict): out[k] = dict(sum((Counter(x) for x in vs), Counter()))
+        if k in MAX_METRICS: out[k] = max((x for x in vs if x is not None), default=None)
+        elif isinstance(v, dict): out[k] = dict(sum((Counter(x) for x in vs), Counter()))
         elif isinstance(v, (int, float)) and not isinstance(v, bool) and all(isinstance(x, (int, float)) for x in vs):
             if k.startswith('align/') or k.split('/')[-1] in ADDED_METRICS: out[k] = sum(vs)
             elif k in EPISODE_MEANS:
@@ -405,7 +417,6 @@ class Trainer:
         self.rank, self.processes, self.is_main = self.acc.process_index, self.acc.num_processes, self.acc.is_main_process
         if cfg.questions_per_step % self.processes:
             raise ValueError(f"TrainConfig.questions_per_step ({cfg.questions_per_step}) must divide by the number of processes ({self.processes})")
-        if remote_sub and self.processes > 1: raise ValueError("the decoupled main server runs as one process")
         self.out = Path(out) if out is not None else None
         self.check_out(self.out, resume)
         toolbox = self.task.toolbox
@@ -427,7 +438,7 @@ class Trainer:
                 if cfg.mode != 'frozen_sub': self.trainers['sub'] = make('sub', cfg.sub_optim)
                 expert = SubtaskAnswers(self.task.world) if cfg.reward.beta_exp and self.task.world else None
                 self.sub = client = SubSide(policies['sub'], self.trainers.get('sub'), toolbox, store, cfg, expert)
-            self.main = MainSide(policies['main'], self.trainers.get('main'), client, store, cfg)
+            self.main = MainSide(policies['main'], self.trainers.get('main'), client, store, cfg, self.acc, shared_store=bool(remote_sub))
         self.start, self.history = 0, []                   # first step to run; metric lines so far
         if resume: self._resume()
 
@@ -519,7 +530,8 @@ class Trainer:
              'eval_accuracy_after': evals[-1]['eval/sampled'] if evals else None,
              'eval_greedy_before': evals[0]['eval/greedy'] if evals else None,
              'eval_greedy_after': evals[-1]['eval/greedy'] if evals else None,
-             'skipped_updates': {r: dict(t.skipped) for r, t in self.trainers.items()}}
+             'skipped_updates': {r: dict(t.skipped) for r, t in self.trainers.items()},
+             'processes': self.processes}
         if self.out is not None and self.is_main:
             (self.out / 'summary.json').write_text(json.dumps(s, indent=1) + '\n')
             fig = plot_run(self.history); fig.savefig(self.out / 'curves.png', dpi=110)

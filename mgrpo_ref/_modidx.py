@@ -333,6 +333,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.trainer.DataConfig': ('trainer.html#dataconfig', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.MainSide': ('trainer.html#mainside', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.MainSide.__init__': ('trainer.html#mainside.__init__', 'mgrpo_ref/trainer.py'),
+                                   'mgrpo_ref.trainer.MainSide.finish_step': ('trainer.html#mainside.finish_step', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.MainSide.step': ('trainer.html#mainside.step', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.ModelConfig': ('trainer.html#modelconfig', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.ModelConfig.__post_init__': ( 'trainer.html#modelconfig.__post_init__',

@@ -227,14 +227,16 @@ def _server_policy(cfg: TrainConfig, role: str, checkpoint: str | Path | None, o
 def run_main_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint: str | Path | None = None, resume: bool = False,
                     threads: int | None = None, max_lag: int = 0, timeout: float = 600.0,
                     on_timeout: str = 'fail', progress: bool = True) -> dict:
-    "Build the world and the main policy, train, and tell the sub server the run is over; returns the summary."
+    "Build the world and the main policy, train (on every process of an accelerate or torchrun launch), and tell the sub server the run is over; returns the summary (None on processes other than the main one)."
     if threads: torch.set_num_threads(threads)
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = _server_policy(cfg, 'main', checkpoint, out, resume)
-    summary = main_server(task, cfg, policy, store, out, resume, max_lag, timeout, on_timeout).fit(progress)
-    store.r.set(finished_key(store, cfg.run), 1, ex=store.ttl)
+    trainer = main_server(task, cfg, policy, store, out, resume, max_lag, timeout, on_timeout)
+    summary = trainer.fit(progress)
+    trainer.acc.wait_for_everyone()                       # every process is done with the sub server, evaluations included
+    if trainer.is_main: store.r.set(finished_key(store, cfg.run), 1, ex=store.ttl)
     store.close()
-    return summary
+    return summary if trainer.is_main else None
 
 def run_sub_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint: str | Path | None = None, resume: bool = False,
                    threads: int | None = None, idle_timeout: float | None = None) -> None:
@@ -390,7 +392,8 @@ def mgrpo_main_server(
         if not (resume or checkpoint or cfg.models.main): raise ValueError("--checkpoint is needed (or --resume, or TrainConfig.models.main)")
         _check_redis(redis_url)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-main-server: {e}")
-    print(json.dumps(run_main_server(cfg, redis_url, out, checkpoint, resume, threads, max_lag, timeout, on_timeout, not quiet)))
+    summary = run_main_server(cfg, redis_url, out, checkpoint, resume, threads, max_lag, timeout, on_timeout, not quiet)
+    if summary is not None: print(json.dumps(summary))
 
 @call_parse
 def mgrpo_sub_server(
