@@ -314,8 +314,9 @@ class MainSide:
 class SubSide:
     "The sub server's half of a step; in co-located mode it is also the main side's `SubAgentClient`."
     def __init__(self, policy: Policy, trainer: AgentTrainer | None, toolbox: Toolbox, store: StatsStore, cfg: TrainConfig,
-                 expert: SubtaskAnswers | None = None):
-        self.policy, self.trainer, self.store, self.cfg, self.expert = policy, trainer, store, cfg, expert
+                 expert: SubtaskAnswers | None = None, acc=None):
+        "`acc`: the processes that hold one step's sub-trajectories between them (a sub server on several processes), if any."
+        self.policy, self.trainer, self.store, self.cfg, self.expert, self.acc = policy, trainer, store, cfg, expert, acc
         self.agent = InProcessSubAgent(policy, toolbox, cfg.rollout, cfg.seed)
 
     def run(self, requests):
@@ -327,23 +328,30 @@ class SubSide:
         records = self.store.get_records(cfg.run, step, timeout)
         subs = self.agent.pop([k for k in list(self.agent.cache) if k[0] == step])
         gen, self.agent.stats = self.agent.stats, Counter()     # the sub-agent's sampling and tool seconds since the last step
-        rewards = dict(zip([s.key for s in subs], score_subs(subs, records, cfg.reward, self.expert)))
+        rewards = self._everyones(dict(zip([s.key for s in subs], score_subs(subs, records, cfg.reward, self.expert))))
         children: dict[tuple, list] = {k: [] for k in sorted(records, key=lambda k: (str(k[1]), k[2]))}
-        for s in subs: children[tuple(s.key[:3])].append(s.key)
+        for k in sorted(rewards, key=lambda k: k[3]): children[tuple(k[:3])].append(k)    # a rollout's in delegation order
         mode = 'ragged' if cfg.mode == 'mgrpo_ragged' else cfg.align_mode
         al = align_to_dmax(list(children.items()), cfg.d_max, mode, seed=cfg.seed * 100_003 + step)
         adv, ainfo = sub_advantages(al, rewards)
         by_key = {s.key: s for s in subs}
-        on = [i for i, s in enumerate(al.slots) if s is not None]
+        on = [i for i, s in enumerate(al.slots) if s in by_key]             # the slots this process holds (all, on one process)
+        n, ok, turns, gen_tokens, ep_tokens = all_reduce(self.acc, [len(subs), sum(s.format.ok for s in subs), sum(len(s.turns) for s in subs),
+                                                                   sum(s.n_generated for s in subs), sum(len(s.input_ids) for s in subs)])
         t1 = time.perf_counter()
         if self.trainer is None: upd = {'skipped': 'frozen'}
         else: upd = self.trainer.update([by_key[al.slots[i]] for i in on], adv[on])
-        return {**_prefixed('sub', {'reward': _mean(list(rewards.values())), 'format_ok': _mean([s.format.ok for s in subs]),
-                                     'episodes': len(subs), 'turns': _mean([len(s.turns) for s in subs]),
-                                     'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(s.n_generated for s in subs),
-                                     'records': len(records), 'episode_tokens': sum(len(s.input_ids) for s in subs), **upd}),
+        return {**_prefixed('sub', {'reward': _mean(list(rewards.values())), 'format_ok': ok / max(n, 1), 'episodes': int(n),
+                                     'turns': turns / max(n, 1), 'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': int(gen_tokens),
+                                     'records': len(records), 'episode_tokens': int(ep_tokens), **upd}),
                 **_prefixed('align', al.counts), 'time/sub_generate': gen['gen_seconds'], 'time/tools': gen['tool_seconds'],
                 'time/sub_score_align': t1 - t0, 'time/sub_update': time.perf_counter() - t1}
+
+    def _everyones(self, rewards: dict) -> dict:
+        "R_S of the whole step: this process's, and those of the other processes of a sub server on several (keys and rewards only)."
+        if self.acc is None or self.acc.num_processes == 1: return rewards
+        from accelerate.utils import gather_object
+        return {k: r for part in gather_object([list(rewards.items())]) for k, r in part}
 
 class SingleSide:
     "The single-agent baseline: one policy with the tools, rewarded and grouped like the main agent."

@@ -346,6 +346,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.trainer.SingleSide.step': ('trainer.html#singleside.step', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.SubSide': ('trainer.html#subside', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.SubSide.__init__': ('trainer.html#subside.__init__', 'mgrpo_ref/trainer.py'),
+                                   'mgrpo_ref.trainer.SubSide._everyones': ('trainer.html#subside._everyones', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.SubSide.run': ('trainer.html#subside.run', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.SubSide.step': ('trainer.html#subside.step', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Task': ('trainer.html#task', 'mgrpo_ref/trainer.py'),

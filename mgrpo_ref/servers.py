@@ -33,7 +33,8 @@ REQUEST_FIELDS = ('id', 'need', 'seed', 'sampling', 'cache', 'main_version', 're
 REPLY_FIELDS = ('id', 'sub_version', 'sub_steps', 'responses')                           # sub -> main
 
 def queue_key(store: RedisStore, run: str) -> str: return store.key(run, 'delegations')
-def taken_key(store: RedisStore, run: str) -> str: return store.key(run, 'delegations', 'taken')
+def taken_key(store: RedisStore, run: str, process: int = 0) -> str:   # one processing list per sub server process
+    return store.key(run, 'delegations', 'taken', *([process] if process else []))
 def reply_key(store: RedisStore, run: str, rid: str) -> str: return store.key(run, 'reply', rid)
 def finished_key(store: RedisStore, run: str) -> str: return store.key(run, 'main_finished')
 
@@ -99,15 +100,16 @@ class SubServer:
         self.cfg, self.policy, self.store, self.out = cfg, policy, store, Path(out)
         task = Task.of(task)
         self.toolbox = task.toolbox
-        acc = make_accelerator(cfg.accel)                # the sub-agent's device and precision: TrainConfig.accel
+        self.acc = acc = make_accelerator(cfg.accel)     # the sub-agent's device and precision: TrainConfig.accel; its processes
         policy.model.to(cfg.accel.sub_device or acc.device)
         self.trainer = None if cfg.mode == 'frozen_sub' else AgentTrainer(
             policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations, acc,
             cfg.accel.sub_device, cfg.accel.gradient_checkpointing)
         expert = SubtaskAnswers(task.world) if cfg.reward.beta_exp and task.world else None
-        self.side = SubSide(policy, self.trainer, self.toolbox, store, cfg, expert)
+        self.side = SubSide(policy, self.trainer, self.toolbox, store, cfg, expert, acc)
         self.next_step, self.pending = 0, []          # steps trained so far; delegations waiting for a newer policy
-        (self.out / 'journal').mkdir(parents=True, exist_ok=True)
+        self.journal = self.out / 'journal' / (f'process{acc.process_index}' if acc.num_processes > 1 else '')  # each process's own
+        self.journal.mkdir(parents=True, exist_ok=True)
         if resume: self._resume()
         elif (self.out / 'metrics.jsonl').exists(): raise FileExistsError(f"{str(self.out)!r} already holds a sub server run: resume it or choose another folder")
 
@@ -147,14 +149,15 @@ class SubServer:
         m = {'step': s + 1, **self.side.step(s, timeout=60.0)}
         self.next_step = s + 1
         self._timeline('train', t0, step=s + 1)
-        with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
+        if self.acc.is_main_process:                      # the step's metrics are every process's already
+            with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
         c = self.cfg
         if (c.checkpoint_every and self.next_step % c.checkpoint_every == 0) or self.next_step == c.steps: self.save_checkpoint()
         return m
 
     def serve(self, poll: float = 0.05, idle_timeout: float | None = None) -> None:
         "Answer and train until the main server has finished and every step is trained."
-        q, taken, last = queue_key(self.store, self.cfg.run), taken_key(self.store, self.cfg.run), time.monotonic()
+        q, taken, last = queue_key(self.store, self.cfg.run), taken_key(self.store, self.cfg.run, self.acc.process_index), time.monotonic()
         held = {}                                     # id -> text of the messages taken and not yet answered
         while True:
             left = [(t, m) for t, m in self.store.in_flight(taken, REQUEST_FIELDS, frozenset(held.values()))   # a crash's leftovers
@@ -178,21 +181,23 @@ class SubServer:
         by_step = defaultdict(list)
         for t in trajs: by_step[t.key[0]].append(trajectory_to_json(t))
         for s, lines in by_step.items():
-            with open(self.out / 'journal' / f'step-{s}.jsonl', 'a') as f: f.write(''.join(l + '\n' for l in lines))
+            with open(self.journal / f'step-{s}.jsonl', 'a') as f: f.write(''.join(l + '\n' for l in lines))
 
     def _timeline(self, phase: str, t0: float, **kw) -> None:
         with open(self.out / 'timeline.jsonl', 'a') as f:
-            f.write(json.dumps({'server': 'sub', 'phase': phase, 'start': t0, 'end': time.time(), **kw}) + '\n')
+            f.write(json.dumps({'server': 'sub', 'phase': phase, 'start': t0, 'end': time.time(), 'process': self.acc.process_index, **kw}) + '\n')
 
     def save_checkpoint(self) -> None:
-        "The policy, its optimizer and the next step under `out/checkpoint`; the journal of trained steps is dropped."
-        tmp, final = self.out / 'checkpoint.tmp', self.out / 'checkpoint'
-        shutil.rmtree(tmp, ignore_errors=True)
-        if self.trainer: self.trainer.save(tmp / 'sub')
-        else: self.policy.save(tmp / 'sub')
-        (tmp / 'state.json').write_text(json.dumps({'step': self.next_step}) + '\n')
-        shutil.rmtree(final, ignore_errors=True); tmp.rename(final)
-        for p in (self.out / 'journal').glob('step-*.jsonl'):
+        "The policy, its optimizer and the next step under `out/checkpoint` (the main process writes); each process drops its journal of trained steps."
+        if self.acc.is_main_process:
+            tmp, final = self.out / 'checkpoint.tmp', self.out / 'checkpoint'
+            shutil.rmtree(tmp, ignore_errors=True)
+            if self.trainer: self.trainer.save(tmp / 'sub')
+            else: self.policy.save(tmp / 'sub')
+            (tmp / 'state.json').write_text(json.dumps({'step': self.next_step}) + '\n')
+            shutil.rmtree(final, ignore_errors=True); tmp.rename(final)
+        self.acc.wait_for_everyone()                       # the checkpoint is complete before any journal goes
+        for p in self.journal.glob('step-*.jsonl'):
             if int(p.stem.split('-')[1]) < self.next_step: p.unlink()
 
     def _resume(self) -> None:
@@ -201,10 +206,10 @@ class SubServer:
         if self.trainer: self.trainer.load_state(ck / 'sub')
         else: self.policy.model.load_state_dict(Policy.load(ck / 'sub').model.state_dict())
         self.next_step = json.loads((ck / 'state.json').read_text())['step']
-        for p in sorted((self.out / 'journal').glob('step-*.jsonl')):          # the steps since: trained again from the journal
+        for p in sorted(self.journal.glob('step-*.jsonl')):          # the steps since: trained again from the journal
             for line in p.read_text().splitlines():
                 t = trajectory_from_json(line); self.side.agent.cache[t.key] = t
-        if (self.out / 'metrics.jsonl').exists():
+        if (self.out / 'metrics.jsonl').exists() and self.acc.is_main_process:
             lines = [l for l in (self.out / 'metrics.jsonl').read_text().splitlines() if json.loads(l)['step'] <= self.next_step]
             (self.out / 'metrics.jsonl').write_text(''.join(l + '\n' for l in lines))
 

@@ -185,32 +185,36 @@ def test_the_two_server_commands_train_together(start, tmp_path):
     assert [m['step'] for m in lines(tmp_path / 'r1-sub/metrics.jsonl')] == [1, 2]
 
 
-def test_main_server_on_two_processes_trains_like_co_located(start, tmp_path):
-    "A main server launched on two processes (torchrun, gloo) with one sub server trains what one co-located process trains."
+def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path):
+    "A main server and a sub server, each launched on two processes (torchrun, gloo), train what one co-located process trains."
     import os, torch
     bin_ = Path(sys.executable).parent
     small = ['--steps', '2', '--set', 'run=r2,questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1,accel.cpu=true']
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}          # (torchrun would take a --run after the script for its own --run-path)
+    two = [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', '2']
     with LocalRedis(tmp_path / 'redis') as redis:
-        sub = subprocess.Popen([bin_ / 'mgrpo-sub-server', '--redis-url', redis.url, '--checkpoint', str(start),
-                                '--out', str(tmp_path / 'sub'), '--threads', '1', *small], stderr=subprocess.PIPE, text=True)
-        main = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', '2',
-                               str(bin_ / 'mgrpo-main-server'), '--redis-url', redis.url, '--checkpoint', str(start),
+        sub = subprocess.Popen([*two, str(bin_ / 'mgrpo-sub-server'), '--redis-url', redis.url, '--checkpoint', str(start),
+                                '--out', str(tmp_path / 'sub'), *small], stderr=subprocess.PIPE, text=True, env=env)
+        main = subprocess.run([*two, str(bin_ / 'mgrpo-main-server'), '--redis-url', redis.url, '--checkpoint', str(start),
                                '--quiet', '--out', str(tmp_path / 'main'), *small], capture_output=True, text=True, timeout=600, env=env)
         assert main.returncode == 0, main.stderr[-3000:]
-        assert sub.wait(60) == 0, sub.stderr.read()[-2000:]
+        assert sub.wait(120) == 0, sub.stderr.read()[-3000:]
     printed = [json.loads(l) for l in main.stdout.splitlines() if l.startswith('{')]
-    assert len(printed) == 1 and printed[0]['processes'] == 2                   # two ranks trained; the main one reports
+    assert len(printed) == 1 and printed[0]['processes'] == 2                   # two main ranks trained; the main one reports
+    answered = {e['process'] for e in lines(tmp_path / 'sub' / 'timeline.jsonl') if e['phase'] == 'train'}
+    assert answered == {0, 1}                                                    # both sub ranks trained every step
     one = subprocess.run([bin_ / 'mgrpo-train', '--checkpoint', str(start), '--out', str(tmp_path / 'one'), '--quiet', *small],
                          capture_output=True, text=True, timeout=600, env=env)
     assert one.returncode == 0, one.stderr[-2000:]
     two_m, one_m = steps(tmp_path / 'main'), steps(tmp_path / 'one')
     sub_m = lines(tmp_path / 'sub' / 'metrics.jsonl')
     assert [m['step'] for m in two_m] == [m['step'] for m in sub_m] == [1, 2]
-    for a, s, b in zip(two_m, sub_m, one_m):               # both ranks' rollouts, all their records, one step each
+    for a, s, b in zip(two_m, sub_m, one_m):               # every rank's rollouts and records, every sub-trajectory, once
         assert a['main/gen_tokens'] == b['main/gen_tokens'] and s['sub/records'] == b['sub/records'] == 4
+        for k in ('sub/episodes', 'sub/gen_tokens', 'align/kept', 'align/duplicated', 'sub/tokens'):
+            assert s[k] == b[k], (k, s[k], b[k])
         assert abs(a['main/reward'] - b['main/reward']) < 1e-9 and abs(s['sub/reward'] - b['sub/reward']) < 1e-9
-    for role, two in (('main', tmp_path / 'main/checkpoint/main'), ('sub', tmp_path / 'sub/checkpoint/sub')):
-        p2 = torch.cat([p.flatten() for p in Policy.load(two).model.parameters()])
+    for role, two_ck in (('main', tmp_path / 'main/checkpoint/main'), ('sub', tmp_path / 'sub/checkpoint/sub')):
+        p2 = torch.cat([p.flatten() for p in Policy.load(two_ck).model.parameters()])
         p1 = torch.cat([p.flatten() for p in Policy.load(tmp_path / f'one/checkpoint/{role}').model.parameters()])
         assert (p2 - p1).abs().max() < 1e-5, (role, float((p2 - p1).abs().max()))
