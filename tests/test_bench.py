@@ -30,7 +30,7 @@ def test_step_breakdown_accounts_for_the_step(checkpoint):
         assert sec[phase] > 0, phase                      # each phase was seen (the sub update may be skipped: zero signal)
     assert all(v > -1e-3 for v in sec.values()), sec      # the derived phases are not negative
     assert s['other'] < 0.2, s                            # the step's metrics account for most of its wall time
-    assert out['bookkeeping_share'] == pytest.approx(s['rewards + alignment + advantages'] + s['store I/O'], abs=1e-3)
+    assert 0 < out['bookkeeping_share'] < 0.1, out['bookkeeping_share']   # rewards, alignment, advantages, Redis: a sliver of a step
 
 
 def test_scaling_sweeps_batch_and_d_max(checkpoint, tmp_path):
