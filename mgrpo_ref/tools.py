@@ -8,11 +8,16 @@ __all__ = ['HANDLES', 'Hit', 'ToolError', 'SearchBackend', 'PageBackend', 'first
            'normalize_answer', 'exact_match', 'token_f1']
 
 # %% ../nbs/01_tools.ipynb #79d51b19
-import http.server, json, random, re, string, threading, urllib.request
+import http.server, json, os, random, re, string, threading, urllib.request
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
 
+# bm25s probes JAX when it is imported (jax.lax.top_k on a toy array). Where jax with CUDA is installed, that probe
+# starts JAX on the GPU, which takes 75% of its memory: a 0.6B-parameter agent then ran out of memory on an 80 GB
+# H100 (bench/RESULTS.md). This project uses only bm25s's scores and numpy, so JAX stays on the CPU unless the user
+# names its platforms (JAX reads an empty JAX_PLATFORMS as unset, and so does this line).
+if not os.environ.get('JAX_PLATFORMS'): os.environ['JAX_PLATFORMS'] = 'cpu'
 import bm25s
 import numpy as np
 
