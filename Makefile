@@ -2,8 +2,10 @@
 #   make demo        train M-GRPO on the toy world from the warm start (made once, about 12 minutes), curves and summary in runs/demo
 #   make test        everything CI checks: install, notebooks <-> package sync, every notebook, pytest
 #   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
-#   make experiment  the paper's comparison: every arm x 3 seeds from the warm start, results in runs/experiment
-#   make docs        copy the experiment's table and figure into docs/ (shown in the README)
+#   make experiment  the paper's comparison: its 4 arms x 3 seeds from the warm start, results in runs/experiment
+#   make ablations   every named arm x 3 seeds (reuses the experiment's runs), ablations.* in runs/experiment
+#   make warmstarts  the headline arms from warm starts 1 and 2 as well (warm start 0 is runs/warmstart), per warm start and pooled
+#   make docs        copy the experiment's and the ablations' tables and figures into docs/ (shown in the README)
 #   make bench       speed: the GRPO step against TRL's GRPOTrainer, an M-GRPO step by phase, scaling; logs in runs/bench
 # Both create .venv on first use and install the pinned CPU torch before the package.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -15,7 +17,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo world experiment docs bench test sync notebooks pytest slow smollm2 lab clean
+.PHONY: install demo world experiment ablations warmstarts docs bench test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,9 +43,25 @@ world: $(STAMP)
 experiment: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment
 
-# the README's comparison table and figure, from the finished experiment (and the decoupled timeline, if bench/decoupled.py ran)
+# every named arm (mgrpo-experiment --help; 15_experiments): the experiment's 4 arms are reused, 6 more are trained
+ablations: $(STAMP) $(WARM)
+	$(BIN)/mgrpo-experiment --arms all --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment --table ablations
+
+# the headline arms from two more warm starts (warm-start seeds 1 and 2, each made like runs/warmstart), then one table
+# per warm start and pooled in runs/warmstarts; warm start 0 is runs/warmstart, whose runs the experiment and ablations made
+WS_ARMS := mgrpo,mgrpo_outcome,single,frozen_sub
+warmstarts: $(STAMP) $(WARM)
+	$(BIN)/mgrpo-experiment --arms $(WS_ARMS) --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment --table warmstart0 --quiet
+	for w in 1 2; do \
+	  test -f runs/warmstart-seed$$w/warmstart.json || $(BIN)/mgrpo-rollout --warmstart --seed $$w --save runs/warmstart-seed$$w --questions 120 --k 2 || exit 1; \
+	  $(BIN)/mgrpo-experiment --arms $(WS_ARMS) --seeds 0,1,2 --checkpoint runs/warmstart-seed$$w --out runs/warmstart-seed$$w/experiment --quiet || exit 1; done
+	$(BIN)/mgrpo-experiment --arms $(WS_ARMS) --seeds 0,1,2 --out runs/warmstarts --table warmstarts \
+	  --pool runs/experiment,runs/warmstart-seed1/experiment,runs/warmstart-seed2/experiment
+
+# the README's tables and figures, from the finished experiment and ablations (and the decoupled timeline, if bench/decoupled.py ran)
 docs: runs/experiment/results.md
-	mkdir -p docs && cp runs/experiment/results.md runs/experiment/results.csv runs/experiment/comparison.png docs/
+	mkdir -p docs && cp runs/experiment/results.* runs/experiment/results_diagnostics.png runs/experiment/results_steps.csv docs/
+	test ! -f runs/experiment/ablations.md || cp runs/experiment/ablations.* runs/experiment/ablations_diagnostics.png runs/experiment/ablations_steps.csv docs/
 	test ! -f runs/bench_decoupled/timeline.png || cp runs/bench_decoupled/timeline.png docs/
 
 # the README's speed figures (bench/RESULTS.md has the full tables); run nothing else meanwhile: the machine is the instrument

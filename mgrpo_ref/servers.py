@@ -105,7 +105,7 @@ class SubServer:
         self.trainer = None if cfg.mode == 'frozen_sub' else AgentTrainer(
             policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations, acc,
             cfg.accel.sub_device, cfg.accel.gradient_checkpointing)
-        expert = SubtaskAnswers(task.world) if cfg.reward.beta_exp and task.world else None
+        expert = SubtaskAnswers(task.world) if task.world else None   # r_exp: in R_S if beta_exp > 0, logged either way
         self.side = SubSide(policy, self.trainer, self.toolbox, store, cfg, expert, acc)
         self.next_step, self.pending = 0, []          # steps trained so far; delegations waiting for a newer policy
         self.journal = self.out / 'journal' / (f'process{acc.process_index}' if acc.num_processes > 1 else '')  # each process's own

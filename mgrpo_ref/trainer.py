@@ -20,7 +20,7 @@ import torch
 from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
-from .advantages import main_advantages, sub_advantages
+from .advantages import SUB_GROUPS, main_advantages, sub_advantages
 from .alignment import align_to_dmax
 from .benchmarks import load_gaia, load_webwalkerqa, load_xbench, read_rows
 from .loss import LossConfig, LossInfo, loss_batch, merge_duplicates, policy_loss_backward
@@ -86,6 +86,7 @@ class TrainConfig:
     rollout: RolloutConfig = field(default_factory=lambda: RolloutConfig(k=8))  # K, sampling, turn caps, context
     d_max: int = 2                           # D_max: sub-trajectory slots per main rollout
     align_mode: str = 'fill_from_query'      # d_k = 0 policy: 'fill_from_query' or 'empty' ('ragged' in mode mgrpo_ragged)
+    sub_groups: str = 'question'             # the sub-agent's advantage groups: 'question' (M-GRPO: all K*D_max slots of a question) or 'rollout' (ablation)
     reward: RewardConfig = field(default_factory=lambda: RewardConfig(beta_exp=0.5))  # alpha/beta weights (with the sub-agent's expert term), answer matching
     loss: LossConfig = field(default_factory=LossConfig)         # clipping, KL, aggregation, micro-batch
     main_optim: OptimConfig = field(default_factory=OptimConfig)  # the main (or single) agent's optimizer
@@ -107,6 +108,7 @@ class TrainConfig:
         if not isinstance(self.d_max, int) or self.d_max < 1: raise ValueError(f"TrainConfig.d_max must be an integer >= 1, got {self.d_max!r}")
         if self.align_mode not in ('fill_from_query', 'empty'):
             raise ValueError(f"TrainConfig.align_mode must be 'fill_from_query' or 'empty', got {self.align_mode!r}")
+        if self.sub_groups not in SUB_GROUPS: raise ValueError(f"TrainConfig.sub_groups must be one of {SUB_GROUPS}, got {self.sub_groups!r}")
         for f in ('steps', 'eval_every', 'checkpoint_every'):
             if getattr(self, f) < 0: raise ValueError(f"TrainConfig.{f} must be >= 0, got {getattr(self, f)}")
         for f in ('questions_per_step', 'num_iterations', 'eval_samples'):
@@ -345,17 +347,19 @@ class SubSide:
         for k in sorted(rewards, key=lambda k: k[3]): children[tuple(k[:3])].append(k)    # a rollout's in delegation order
         mode = 'ragged' if cfg.mode == 'mgrpo_ragged' else cfg.align_mode
         al = align_to_dmax(list(children.items()), cfg.d_max, mode, seed=cfg.seed * 100_003 + step)
-        adv, ainfo = sub_advantages(al, rewards)
+        adv, ainfo = sub_advantages(al, rewards, cfg.sub_groups)
         by_key = {s.key: s for s in subs}
         on = [i for i, s in enumerate(al.slots) if s in by_key]             # the slots this process holds (all, on one process)
-        n, ok, turns, gen_tokens, ep_tokens = all_reduce(self.acc, [len(subs), sum(s.format.ok for s in subs), sum(len(s.turns) for s in subs),
-                                                                   sum(s.n_generated for s in subs), sum(len(s.input_ids) for s in subs)])
+        solved = sum(self.expert.expert_score(s.prompt, s.output) for s in subs) if self.expert else 0.0   # reports that give their sub-task's true answer
+        n, ok, turns, gen_tokens, ep_tokens, solved = all_reduce(self.acc, [len(subs), sum(s.format.ok for s in subs), sum(len(s.turns) for s in subs),
+                                                                   sum(s.n_generated for s in subs), sum(len(s.input_ids) for s in subs), solved])
         t1 = time.perf_counter()
         if self.trainer is None: upd = {'skipped': 'frozen'}
         else: upd = self.trainer.update([by_key[al.slots[i]] for i in on], adv[on])
         return {**_prefixed('sub', {'reward': _mean(list(rewards.values())), 'format_ok': ok / max(n, 1), 'episodes': int(n),
                                      'turns': turns / max(n, 1), 'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': int(gen_tokens),
-                                     'records': len(records), 'episode_tokens': int(ep_tokens), **upd}),
+                                     'records': len(records), 'episode_tokens': int(ep_tokens),
+                                     **({'subtask_accuracy': solved / max(n, 1)} if self.expert else {}), **upd}),
                 **_prefixed('align', al.counts), 'time/sub_generate': gen['gen_seconds'], 'time/tools': gen['tool_seconds'],
                 'time/sub_score_align': t1 - t0, 'time/sub_update': time.perf_counter() - t1}
 
@@ -405,7 +409,7 @@ def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, 
 
 # %% ../nbs/13_trainer.ipynb #b96e875a
 ADDED_METRICS = ('gen_tokens', 'episode_tokens', 'episodes', 'records', 'bytes')   # metrics that add up over processes
-EPISODE_MEANS = ('sub/reward', 'sub/format_ok', 'sub/turns')   # means over sub-episodes, whose number differs between processes
+EPISODE_MEANS = ('sub/reward', 'sub/format_ok', 'sub/turns', 'sub/subtask_accuracy')   # means over sub-episodes, whose number differs between processes
 MAX_METRICS = ('sub/lag', 'sub/version_seen')          # a decoupled main server's view of the sub-agent (None where it delegated nothing)
 
 def merge_metrics(shares: list[dict]) -> dict:
@@ -458,7 +462,7 @@ class Trainer:
             if remote_sub: self.sub, client = None, remote_sub(cfg.rollout, cfg.seed, None)
             else:
                 if cfg.mode != 'frozen_sub': self.trainers['sub'] = make('sub', cfg.sub_optim)
-                expert = SubtaskAnswers(self.task.world) if cfg.reward.beta_exp and self.task.world else None
+                expert = SubtaskAnswers(self.task.world) if self.task.world else None   # r_exp: in R_S if beta_exp > 0, logged either way
                 self.sub = client = SubSide(policies['sub'], self.trainers.get('sub'), toolbox, store, cfg, expert)
             self.main = MainSide(policies['main'], self.trainers.get('main'), client, store, cfg, self.acc, shared_store=bool(remote_sub))
         self.start, self.history = 0, []                   # first step to run; metric lines so far

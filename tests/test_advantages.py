@@ -67,3 +67,30 @@ def test_main_needs_k_at_least_2():
         main_advantages([(0, 'a', 0), (0, 'a', 1), (0, 'b', 0)], [1, 0, 1])
     adv, info = main_advantages([(0, 'a', 0), (0, 'a', 1)], [1.0, 0.1])
     assert torch.allclose(adv, torch.tensor([1.0, -1.0]), atol=1e-5) and info.zero_signal_fraction == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4), min_size=2, max_size=4), min_size=1, max_size=4),   # d_k per rollout, per question
+       st.integers(1, 4), st.sampled_from(['fill_from_query', 'empty', 'ragged']), st.integers(0, 10**6))
+def test_per_rollout_groups_are_the_rollouts(questions, d_max, mode, seed):
+    "groups='rollout' gives the groups it claims: one per main rollout with a weighted slot, as a naive loop over al.rollout."
+    import random
+    rng = random.Random(seed)
+    rolls = [((0, f'q{b}', k), [(0, f'q{b}', k, i) for i in range(d)]) for b, ds in enumerate(questions) for k, d in enumerate(ds)]
+    rewards = {s: rng.choice([0.0, 0.1, 1.0, 1.5]) for _, subs in rolls for s in subs}
+    al = align_to_dmax(rolls, d_max, mode, seed=seed)
+    if not al.slots: return
+    adv, info = sub_advantages(al, rewards, groups='rollout')
+    r = [0.0 if s is None else rewards[s] for s in al.slots]
+    assert torch.allclose(adv.double(), torch.tensor(group_advantages_naive(r, al.rollout, al.weight), dtype=torch.float64), atol=1e-5)
+    assert info.groups == len({k for k, w in zip(al.rollout, al.weight) if w > 0})
+    # per question (M-GRPO) is the same naive loop over al.group, whose groups are the questions
+    q_adv, q_info = sub_advantages(al, rewards)
+    assert torch.allclose(q_adv.double(), torch.tensor(group_advantages_naive(r, al.group, al.weight), dtype=torch.float64), atol=1e-5)
+    assert q_info.groups == len({k[1] for k, w in zip(al.rollout, al.weight) if w > 0})
+    # a rollout's own sub-trajectories share its outcome: with one reward per rollout, its per-rollout group has no signal
+    # (slots that fill_from_query fills for a rollout that never delegated come from other rollouts, so they may differ)
+    same = {s: rewards[s[:3] + (0,)] for s in rewards}
+    z, _ = sub_advantages(al, same, groups='rollout')
+    own = torch.tensor([s is not None and tuple(s[:3]) == tuple(k) for s, k in zip(al.slots, al.rollout)])
+    assert (z[own] == 0).all()

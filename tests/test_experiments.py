@@ -1,4 +1,5 @@
 "The mgrpo-experiment console script, run as a user would: validation before any work, and a tiny comparison."
+import json
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,10 @@ def run(*args):
 
 
 def test_bad_input_fails_before_any_work(tmp_path):
-    cases = [(['--arms', 'mgrpo,ppo'], 'ExperimentConfig.arms must be a non-empty subset of'),
+    cases = [(['--arms', 'mgrpo,ppo'], "unknown arms ['ppo']; the arms are ['mgrpo', 'mgrpo_outcome', 'mgrpo_per_rollout'"),
+             (['--arms', ','], 'unknown arms (none given)'),
+             (['--set', 'sub_groups=step'], "TrainConfig.sub_groups must be one of ('question', 'rollout'), got 'step'"),
+             (['--table', '../elsewhere'], '--table must be a plain file name'),
              (['--seeds', '0,0'], 'ExperimentConfig.seeds must be distinct'),
              (['--seeds', '0,x'], "--seeds must be comma-separated integers, got '0,x'"),
              (['--set', 'mode=single'], 'TrainConfig.mode is set per run by the experiment'),
@@ -33,25 +37,37 @@ def test_bad_input_fails_before_any_work(tmp_path):
         assert not out.exists(), args                     # failed before the warm start wrote anything
 
 
-def test_tiny_comparison_from_one_checkpoint(warm_policies, tmp_path):
+def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path):
+    "Named arms of one mode (mgrpo with and without the expert term) and a baseline, 2 seeds, 2 steps: the table, its diagnostics, reuse."
     ck = save_policies(warm_policies, tmp_path / 'warmstart')
     out = tmp_path / 'exp'
-    r = run('--arms', 'mgrpo,frozen_sub,single', '--seeds', '0,1', '--steps', '2', '--set', TINY,
-            '--checkpoint', str(ck), '--workers', '2', '--out', str(out), '--quiet')
+    args = ('--arms', 'mgrpo,mgrpo_outcome,single', '--seeds', '0,1', '--steps', '2', '--set', TINY,
+            '--checkpoint', str(ck), '--workers', '2', '--out', str(out), '--table', 'ablations', '--quiet')
+    r = run(*args)
     assert r.returncode == 0, r.stderr[-3000:]
-    df = pd.read_csv(out / 'results.csv')
-    assert sorted(zip(df.arm, df.seed)) == sorted((a, s) for a in ('mgrpo', 'frozen_sub', 'single') for s in (0, 1))
-    for f in ('results.md', 'comparison.png', 'experiment.json', 'mgrpo/seed1/metrics.jsonl', 'single/seed0/summary.json'):
+    df = pd.read_csv(out / 'ablations.csv')
+    assert sorted(zip(df.arm, df.seed)) == sorted((a, s) for a in ('mgrpo', 'mgrpo_outcome', 'single') for s in (0, 1))
+    for f in ('ablations.md', 'ablations.png', 'ablations_diagnostics.png', 'ablations.json', 'ablations_steps.csv', 'mgrpo/seed1/metrics.jsonl', 'single/seed0/summary.json'):
         assert (out / f).is_file(), f
-    assert (out / 'results.md').read_text().count('\n| `') == 3       # one row per arm
-    first = (out / 'results.csv').read_text()
-    r = run('--arms', 'mgrpo,frozen_sub,single', '--seeds', '0,1', '--steps', '2', '--set', TINY,    # again: finished runs are reused
-            '--checkpoint', str(ck), '--workers', '2', '--out', str(out), '--quiet')
-    assert r.returncode == 0 and (out / 'results.csv').read_text() == first, r.stderr[-3000:]
+    md = (out / 'ablations.md').read_text()
+    assert md.count('\n| `') == 6                                       # one row per arm in each of the two tables
+    assert f'`mgrpo-experiment --arms mgrpo_outcome --seeds 0,1 --steps 2 --set {TINY} --checkpoint {ck} --out {out} --table mgrpo_outcome`' in md
+    # each arm's config is what its name says, and the table says what it rewards
+    cfg = lambda a: json.loads((out / a / 'seed0' / 'config.json').read_text())
+    assert (cfg('mgrpo')['reward']['beta_exp'], cfg('mgrpo_outcome')['reward']['beta_exp'], cfg('mgrpo_outcome')['mode']) == (0.5, 0.0, 'mgrpo')
+    rewards = df.drop_duplicates('arm').set_index('arm')['rewards']
+    assert '0.5 expert' in rewards['mgrpo'] and 'expert' not in rewards['mgrpo_outcome'] and rewards['single'].startswith('R_M')
+    # diagnostics: the two-agent arms log the sub-agent's sub-task accuracy and their slots; the single agent has none
+    two = df[df.arm != 'single']
+    assert two['subtask_accuracy'].between(0, 1).all() and two['repeated_share'].between(0, 1).all()
+    assert df[df.arm == 'single'][['subtask_accuracy', 'sub_zero_signal', 'repeated_share']].isna().all().all()
+    first = (out / 'ablations.csv').read_text()
+    r = run(*args)                                                        # again: finished runs are reused
+    assert r.returncode == 0 and (out / 'ablations.csv').read_text() == first, r.stderr[-3000:]
     # the two-agent arms of a seed start from the same policies and are evaluated on the same samples
     for s in (0, 1):
         before = df[df.seed == s].set_index('arm')['before']
-        assert before['mgrpo'] == before['frozen_sub']
+        assert before['mgrpo'] == before['mgrpo_outcome']
 
 
 def test_collect_names_a_missing_run(tmp_path):
