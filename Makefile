@@ -1,5 +1,5 @@
 # The commands of the README:
-#   make demo        train M-GRPO on the toy world from the warm start (made once, about 12 minutes), curves and summary in runs/demo
+#   make demo        train M-GRPO on the toy world from the committed warm start (checkpoints/), curves and summary in runs/demo
 #   make test        everything CI checks: install, notebooks <-> package sync, every notebook, pytest
 #   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
 #   make experiment  the paper's comparison: its 4 arms x 3 seeds from the warm start, results in runs/experiment
@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo world experiment ablations warmstarts docs bench test sync notebooks pytest slow smollm2 lab clean
+.PHONY: install demo world warmstart-fresh experiment ablations warmstarts docs bench test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,9 +28,15 @@ $(STAMP): setup.py settings.ini
 
 install: $(STAMP)
 
-# the warm-started tiny policies every training command starts from (made once; delete runs/warmstart to redo)
+# the warm-started tiny policies every training command starts from: the committed checkpoint that the README's
+# results start from (checkpoints/README.md). `make warmstart-fresh` makes your own in runs/warmstart instead (13-28
+# minutes on 2 cores; its numbers will differ, since a warm start changes with the machine and the thread count)
 WARM := runs/warmstart/warmstart.json
-$(WARM): | $(STAMP)
+$(WARM):
+	mkdir -p runs && rm -rf runs/warmstart && cp -r checkpoints/warmstart runs/warmstart
+
+warmstart-fresh: $(STAMP)
+	rm -rf runs/warmstart
 	$(BIN)/mgrpo-rollout --warmstart --save runs/warmstart --questions 120 --k 2
 
 demo: $(STAMP) $(WARM)
