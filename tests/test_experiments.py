@@ -68,6 +68,13 @@ def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path):
     for s in (0, 1):
         before = df[df.seed == s].set_index('arm')['before']
         assert before['mgrpo'] == before['mgrpo_outcome']
+    # --pool reads finished experiments side by side (here the same one twice) and trains nothing
+    r = run('--arms', 'mgrpo,single', '--seeds', '0,1', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled'), '--table', 'ws')
+    assert r.returncode == 0, r.stderr[-3000:]
+    md = (tmp_path / 'pooled' / 'ws.md').read_text()
+    assert md.count('\n| ') == 3 and '| **pooled** | 8 |' in md and not (tmp_path / 'pooled' / 'mgrpo').exists()
+    r = run('--arms', 'mgrpo_dmax4', '--seeds', '0', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled'))
+    assert r.returncode != 0 and 'run mgrpo_dmax4 seed 0 has no summary' in r.stderr, r.stderr[-500:]
 
 
 def test_collect_names_a_missing_run(tmp_path):
