@@ -30,7 +30,7 @@ $(STAMP): setup.py settings.ini
 install: $(STAMP)
 
 # the warm-started tiny policies every training command starts from: the committed checkpoint that the README's
-# results start from (checkpoints/README.md). `make warmstart-fresh` makes your own in runs/warmstart instead (13-28
+# results start from (checkpoints/README.md). `make warmstart-fresh` makes your own in runs/warmstart instead (28-56
 # minutes on 2 cores; its numbers will differ, since a warm start changes with the machine and the thread count)
 WARM := runs/warmstart/warmstart.json
 $(WARM):
