@@ -57,6 +57,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'mgrpo_ref.experiments.mgrpo_experiment': ( 'experiments.html#mgrpo_experiment',
                                                                                    'mgrpo_ref/experiments.py'),
                                        'mgrpo_ref.experiments.ordering': ('experiments.html#ordering', 'mgrpo_ref/experiments.py'),
+                                       'mgrpo_ref.experiments.paired_gains': ('experiments.html#paired_gains', 'mgrpo_ref/experiments.py'),
+                                       'mgrpo_ref.experiments.paired_table': ('experiments.html#paired_table', 'mgrpo_ref/experiments.py'),
                                        'mgrpo_ref.experiments.plot_comparison': ( 'experiments.html#plot_comparison',
                                                                                   'mgrpo_ref/experiments.py'),
                                        'mgrpo_ref.experiments.plot_diagnostics': ( 'experiments.html#plot_diagnostics',

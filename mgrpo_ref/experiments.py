@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['ARMS', 'HEADLINE', 'ABLATIONS', 'LAST', 'DIAGNOSTICS', 'COLORS', 'Arm', 'ExperimentConfig', 'trained_and_rewards',
            'run_one', 'run_experiment', 'diagnostics', 'collect', 'curves', 'results_table', 'ablation_table',
-           'plot_comparison', 'plot_diagnostics', 'pool_experiments', 'ordering', 'warmstart_table', 'mgrpo_experiment']
+           'paired_gains', 'paired_table', 'plot_comparison', 'plot_diagnostics', 'pool_experiments', 'ordering',
+           'warmstart_table', 'mgrpo_experiment']
 
 # %% ../nbs/16_experiments.ipynb #ea29b000
 import json, math, os, shutil, time
@@ -115,6 +116,7 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, checkpoint: str | Pat
             policies, _ = warm_start(build_world(cfg.world), cfg.warmstart)
             save_policies(policies, checkpoint, meta={'config': asdict(cfg.warmstart), 'world': asdict(cfg.world)})
     jobs = {(a, s): (_plain(cfg.world), _plain(c), str(checkpoint), str(out / a / f'seed{s}')) for a, s, c in cfg.runs()}
+    reused = sum((Path(j[3]) / 'summary.json').exists() for j in jobs.values())   # finished before this call
     bar = tqdm(total=len(jobs), desc='runs', disable=not progress)
     t0 = time.perf_counter()
     if cfg.workers == 1:
@@ -133,13 +135,14 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, checkpoint: str | Pat
     df = collect(out, cfg.arms, cfg.seeds, dg)
     df.to_csv(out / f'{table}.csv', index=False)
     command = command or f"mgrpo-experiment --arms {{arm}} --seeds {{seeds}} --checkpoint {checkpoint} --out {out} --table {{arm}}"
-    (out / f'{table}.md').write_text(results_table(df) + '\n\n' + ablation_table(df, command) + '\n')
+    (out / f'{table}.md').write_text('\n\n'.join(t for t in (results_table(df), ablation_table(df, command), paired_table(df)) if t) + '\n')
     dg.merge(cv, on=['arm', 'seed', 'step'], how='outer').to_csv(out / f'{table}_steps.csv', index=False)   # what the figures draw
     import matplotlib.pyplot as plt
     for name, fig in ((f'{table}.png', plot_comparison(cv)), (f'{table}_diagnostics.png', plot_diagnostics(cv, dg))):
         fig.savefig(out / name, dpi=110); plt.close(fig)
     (out / f'{table}.json').write_text(json.dumps({**_plain(cfg), 'checkpoint': str(checkpoint),
-                                                   'seconds': round(time.perf_counter() - t0, 1)}, indent=1) + '\n')
+                                                   'seconds': round(time.perf_counter() - t0, 1), 'runs': len(jobs), 'runs_reused': reused,
+                                                   'run_seconds': round(float(df['seconds'].sum()), 1)}, indent=1) + '\n')
     return df
 
 # %% ../nbs/16_experiments.ipynb #3d790dee
@@ -223,6 +226,33 @@ def ablation_table(df: pd.DataFrame, command: str = 'mgrpo-experiment --arms {ar
                      f"{g['gain'].min():+.3f} | {f2(g['subtask_accuracy'].mean())} | "
                      f"{f2(g['main_zero_signal'].mean())} / {f2(g['sub_zero_signal'].mean())} | "
                      f"{f2(g['repeated_share'].mean())} / {f2(g['empty_share'].mean())} / {f2(g['dropped_share'].mean())} | `{cmd}` |")
+    return '\n'.join(lines)
+
+def paired_gains(df: pd.DataFrame, base: str | None = None, col: str = 'gain') -> pd.DataFrame:
+    "Each arm's `col` minus `base`'s (default: the first arm) on the same seed, which shares its warm start, training questions and held-out questions: one row per arm with the mean and std of the differences and the seeds where the arm is ahead."
+    base = base or df['arm'].iloc[0]
+    b = df[df.arm == base].set_index('seed')[col]
+    if b.empty: raise ValueError(f"no runs of the base arm {base!r}; the arms are {list(dict.fromkeys(df['arm']))}")
+    rows = []
+    for arm, g in df.groupby('arm', sort=False):
+        if arm == base: continue
+        missing = sorted(set(g['seed']) - set(b.index))
+        if missing: raise ValueError(f"arm {arm!r} has seeds {missing} that the base arm {base!r} has not run")
+        d = g.set_index('seed')[col] - b.loc[g['seed']].values               # (seeds,) paired by seed
+        rows.append({'arm': arm, 'base': base, 'seeds': len(d), 'mean': d.mean(), 'std': d.std() if len(d) > 1 else math.nan,
+                     'ahead': int((d > 0).sum()), 'diffs': [round(x, 3) for x in d]})
+    return pd.DataFrame(rows)
+
+def paired_table(df: pd.DataFrame, base: str | None = None) -> str:
+    "A markdown table of `paired_gains` for the sampled and the greedy gain."
+    s, g = paired_gains(df, base), paired_gains(df, base, 'greedy_gain')
+    if s.empty: return ''
+    lines = [f"| arm | seeds | sampled gain minus `{s['base'].iloc[0]}`'s, per seed | mean ± std | seeds ahead | greedy: mean ± std | seeds ahead |",
+             '|---' * 7 + '|']
+    for (_, a), (_, b) in zip(s.iterrows(), g.iterrows()):
+        pm = lambda r: f"{r['mean']:+.3f}" + ('' if math.isnan(r['std']) else f" ± {r['std']:.3f}")
+        lines.append(f"| `{a['arm']}` | {a['seeds']} | {', '.join(f'{x:+.3f}' for x in a['diffs'])} | {pm(a)} | {a['ahead']} of {a['seeds']} | "
+                     f"{pm(b)} | {b['ahead']} of {b['seeds']} |")
     return '\n'.join(lines)
 
 COLORS = {'mgrpo': '#d62728', 'frozen_sub': '#1f77b4', 'single': '#9467bd', 'mgrpo_ragged': '#ff7f0e', 'frozen_main': '#2ca02c',

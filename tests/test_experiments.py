@@ -50,7 +50,7 @@ def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path):
     for f in ('ablations.md', 'ablations.png', 'ablations_diagnostics.png', 'ablations.json', 'ablations_steps.csv', 'mgrpo/seed1/metrics.jsonl', 'single/seed0/summary.json'):
         assert (out / f).is_file(), f
     md = (out / 'ablations.md').read_text()
-    assert md.count('\n| `') == 6                                       # one row per arm in each of the two tables
+    assert md.count('\n| `') == 3 + 3 + 2                               # a row per arm in the results and ablation tables, per other arm in the paired one
     assert f'`mgrpo-experiment --arms mgrpo_outcome --seeds 0,1 --steps 2 --set {TINY} --checkpoint {ck} --out {out} --table mgrpo_outcome`' in md
     # each arm's config is what its name says, and the table says what it rewards
     cfg = lambda a: json.loads((out / a / 'seed0' / 'config.json').read_text())
