@@ -5,7 +5,8 @@
 #   make experiment  the paper's comparison: its 4 arms x 3 seeds from the warm start, results in runs/experiment
 #   make ablations   every named arm x 3 seeds (reuses the experiment's runs), ablations.* in runs/experiment
 #   make warmstarts  the headline arms from warm starts 1 and 2 as well (warm start 0 is runs/warmstart), per warm start and pooled
-#   make longer      mgrpo_outcome and single for 300 steps (each resumes its 100-step run), longer.* in runs/longer
+#   make longer      mgrpo, mgrpo_outcome and single for 300 steps (each resumes its 100-step run), longer.* in runs/longer
+#   make audit       the delegations of mgrpo's and mgrpo_outcome's checkpoints at 100 and 300 steps, audit.* in runs/longer
 #   make docs        copy the experiment's and the ablations' tables and figures into docs/ (shown in the README)
 #   make bench       speed: the GRPO step against TRL's GRPOTrainer, an M-GRPO step by phase, scaling; logs in runs/bench
 # Both create .venv on first use and install the pinned CPU torch before the package.
@@ -18,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo world warmstart-fresh experiment ablations warmstarts longer docs bench test sync notebooks pytest slow smollm2 lab clean
+.PHONY: install demo world warmstart-fresh experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,7 +51,7 @@ world: $(STAMP)
 experiment: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment
 
-# every named arm (mgrpo-experiment --help; 16_experiments): the experiment's 4 arms are reused, 6 more are trained
+# every named arm (mgrpo-experiment --help; 21_experiments): the experiment's 4 arms are reused, 6 more are trained
 ablations: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --arms all --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment --table ablations
 
@@ -65,12 +66,12 @@ warmstarts: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --arms $(WS_ARMS) --seeds 0,1,2 --out runs/warmstarts --table warmstarts \
 	  --pool runs/experiment,runs/warmstart-seed1/experiment,runs/warmstart-seed2/experiment
 
-# does M-GRPO without the expert term beat single-agent GRPO given more steps? Both arms for 300 steps. A run whose
+# does M-GRPO without the expert term beat single-agent GRPO given more steps? The arms for 300 steps. A run whose
 # 100-step run is in runs/experiment starts from a copy of it and resumes at step 100: questions, rollouts and alignment
 # are functions of (seed, step) and the learning rate is constant, so that is the 300-step run from the warm start
 # (tests/test_trainer.py::test_resume_reproduces_uninterrupted_run checks resuming is bitwise)
 comma := ,
-LONG_ARMS  := mgrpo_outcome,single
+LONG_ARMS  ?= mgrpo,mgrpo_outcome,single
 LONG_SEEDS ?= 0,1,2
 longer: $(STAMP) $(WARM)
 	for a in $(subst $(comma), ,$(LONG_ARMS)); do for s in $(subst $(comma), ,$(LONG_SEEDS)); do \
@@ -78,11 +79,16 @@ longer: $(STAMP) $(WARM)
 	    mkdir -p runs/longer/$$a && cp -r runs/experiment/$$a/seed$$s runs/longer/$$a/ && rm runs/longer/$$a/seed$$s/summary.json; fi; done; done
 	$(BIN)/mgrpo-experiment --arms $(LONG_ARMS) --seeds $(LONG_SEEDS) --steps 300 --checkpoint runs/warmstart --out runs/longer --table longer
 
+# why mgrpo_outcome falls behind over 300 steps: every delegation of the 100- and 300-step checkpoints labelled (23_audit)
+audit: $(STAMP)
+	$(BIN)/mgrpo-audit --folders runs/experiment,runs/longer --arms mgrpo,mgrpo_outcome --seeds $(LONG_SEEDS) --out runs/longer --table audit
+
 # the README's tables and figures, from the finished experiment and ablations (and the decoupled timeline, if bench/decoupled.py ran)
 docs: runs/experiment/results.md
 	mkdir -p docs && cp runs/experiment/results.* runs/experiment/results_diagnostics.png runs/experiment/results_steps.csv docs/
 	test ! -f runs/experiment/ablations.md || cp runs/experiment/ablations.* runs/experiment/ablations_diagnostics.png runs/experiment/ablations_steps.csv docs/
 	test ! -f runs/longer/longer.md || cp runs/longer/longer.* runs/longer/longer_diagnostics.png runs/longer/longer_steps.csv docs/
+	test ! -f runs/longer/audit.md || cp runs/longer/audit.csv runs/longer/audit.md docs/
 	test ! -f runs/bench_decoupled/timeline.png || cp runs/bench_decoupled/timeline.png docs/
 
 # the README's speed figures (bench/RESULTS.md has the full tables); run nothing else meanwhile: the machine is the instrument
@@ -96,12 +102,11 @@ bench: SHELL := /bin/bash
 
 test: sync notebooks pytest
 
-# nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/ and of the single-file
-# trainer train_mgrpo.py (the trainer notebook exported on its own, imports made absolute) and of configs/README.md.
-SOLO := $(BIN)/nb-export --solo-nb --name train_mgrpo --lib-path . nbs/14_trainer.ipynb
+# nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/, of configs/README.md and of
+# train_mgrpo.py (mgrpo-train as a file for torchrun; both written by mgrpo-config from nbs/22_cli.ipynb).
 sync: $(STAMP)
 	@snap() { find mgrpo_ref nbs train_mgrpo.py configs -type f -not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' | sort | xargs sha1sum; }; \
-	before=$$(snap); $(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(SOLO) && $(BIN)/python -m mgrpo_ref.cli --docs configs/README.md || exit 1; after=$$(snap); \
+	before=$$(snap); $(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(BIN)/mgrpo-config --docs configs/README.md --script train_mgrpo.py || exit 1; after=$$(snap); \
 	if [ "$$before" != "$$after" ]; then echo "sync check failed: nbdev-export/nbdev-clean changed:"; \
 	  diff <(echo "$$before") <(echo "$$after") | grep '^>' | awk '{print "   ", $$3}'; exit 1; fi; \
 	if [ -n "$$CI" ] && [ -n "$$(git status --porcelain -- mgrpo_ref nbs train_mgrpo.py configs)" ]; then \

@@ -29,7 +29,8 @@ from pathlib import Path
 import torch
 
 from mgrpo_ref import servers
-from mgrpo_ref.trainer import TrainConfig, Trainer, config_fields, warm_start_folder
+from mgrpo_ref.config import TrainConfig, config_fields
+from mgrpo_ref.trainer import Trainer, warm_start_folder
 from mgrpo_ref.warmstart import load_policies
 from mgrpo_ref.world import WorldConfig, build_world
 

@@ -32,7 +32,8 @@ import torch
 from mgrpo_ref.policy import Policy, build_tokenizer, world_texts
 from mgrpo_ref.rollout import InProcessSubAgent, rollout_mgrpo, run_tool_episodes
 from mgrpo_ref.tools import Toolbox
-from mgrpo_ref.trainer import AgentTrainer, TrainConfig, config_fields, make_accelerator
+from mgrpo_ref.config import TrainConfig, config_fields
+from mgrpo_ref.learner import AgentTrainer, make_accelerator
 from mgrpo_ref.world import build_world
 
 SIZES = {  # Qwen3 architecture sizes from the published configs (tied embeddings); 'tiny' for a CPU smoke run

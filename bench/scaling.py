@@ -20,7 +20,7 @@ import torch
 
 from step import BOOKKEEPING, checked_warm_start, measure, medians, stats_store
 from mgrpo_ref.rollout import RolloutConfig
-from mgrpo_ref.trainer import TrainConfig
+from mgrpo_ref.config import TrainConfig
 from mgrpo_ref.world import build_world
 
 def point(world, checkpoint, steps, store, questions: int, k: int, d_max: int) -> dict:

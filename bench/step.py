@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 
 from mgrpo_ref.store import LocalRedis, MemoryStore, RedisStore
-from mgrpo_ref.trainer import TrainConfig, Trainer, config_fields
+from mgrpo_ref.config import TrainConfig, config_fields
+from mgrpo_ref.trainer import Trainer
 from mgrpo_ref.warmstart import load_policies
 from mgrpo_ref.world import build_world
 

@@ -38,7 +38,8 @@ from mgrpo_ref.policy import SamplingConfig, tiny_policy
 from mgrpo_ref.protocol import SYSTEM_PROMPTS
 from mgrpo_ref.rollout import RolloutConfig, rollout_single
 from mgrpo_ref.tools import Toolbox
-from mgrpo_ref.trainer import AgentTrainer, OptimConfig
+from mgrpo_ref.config import OptimConfig
+from mgrpo_ref.learner import AgentTrainer
 from mgrpo_ref.world import build_world
 
 LR, BETAS, CLIP, MICRO = 3e-4, (0.9, 0.99), 1.0, 16

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import torch
 
-from mgrpo_ref.trainer import TrainConfig, Trainer, make_accelerator
+from mgrpo_ref.config import TrainConfig
+from mgrpo_ref.learner import make_accelerator
+from mgrpo_ref.trainer import Trainer
 from mgrpo_ref.warmstart import load_policies
 from mgrpo_ref.world import build_world
 

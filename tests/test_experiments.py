@@ -1,4 +1,4 @@
-"The mgrpo-experiment console script, run as a user would: validation before any work, and a tiny comparison."
+"The mgrpo-experiment and mgrpo-audit console scripts, run as a user would: validation before any work, a tiny comparison and its audit."
 import json
 import shutil
 import subprocess
@@ -12,6 +12,7 @@ from mgrpo_ref.experiments import collect
 from mgrpo_ref.warmstart import save_policies
 
 EXE = shutil.which('mgrpo-experiment') or str(Path(sys.executable).parent / 'mgrpo-experiment')
+AUDIT = shutil.which('mgrpo-audit') or str(Path(sys.executable).parent / 'mgrpo-audit')
 TINY = 'questions_per_step=2,rollout.k=2,rollout.max_turns_main=3,rollout.max_turns_sub=3,eval_questions=4,eval_samples=1,checkpoint_every=0'
 
 
@@ -75,6 +76,18 @@ def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path):
     assert md.count('\n| ') == 3 and '| **pooled** | 8 |' in md and not (tmp_path / 'pooled' / 'mgrpo').exists()
     r = run('--arms', 'mgrpo_dmax4', '--seeds', '0', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled'))
     assert r.returncode != 0 and 'run mgrpo_dmax4 seed 0 has no summary' in r.stderr, r.stderr[-500:]
+    # mgrpo-audit labels the delegations of the two-agent arms' final checkpoints
+    audit = lambda *a: subprocess.run([AUDIT, *a], capture_output=True, text=True, timeout=900)
+    r = audit('--folders', str(out), '--arms', 'mgrpo,mgrpo_outcome', '--seeds', '0,1', '--questions', '3', '--k', '2', '--out', str(tmp_path / 'audit'))
+    assert r.returncode == 0, r.stderr[-3000:]
+    a = pd.read_csv(tmp_path / 'audit' / 'audit.csv')
+    assert sorted(zip(a.arm, a.seed)) == [('mgrpo', 0), ('mgrpo', 1), ('mgrpo_outcome', 0), ('mgrpo_outcome', 1)] and (a.step == 2).all()
+    assert a[['not_a_hop', 'hop_accuracy', 'rollouts_right']].apply(lambda c: c.between(0, 1)).all().all()
+    assert (tmp_path / 'audit' / 'audit.md').read_text().count('\n| `') == 2         # a row per arm and step
+    r = audit('--folders', str(out), '--arms', 'mgrpo_dmax4', '--seeds', '0')
+    assert r.returncode != 0 and 'no finished run with a checkpoint' in r.stderr, r.stderr[-500:]
+    r = audit('--folders', str(out), '--arms', 'mgrpo,single', '--seeds', '0')
+    assert r.returncode != 0 and "arms ['single'] have no sub-agent" in r.stderr, r.stderr[-500:]
 
 
 def test_collect_names_a_missing_run(tmp_path):

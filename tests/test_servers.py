@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from mgrpo_ref import servers
+from mgrpo_ref import channel, servers
 from mgrpo_ref.policy import Policy
 from mgrpo_ref.rollout import RolloutConfig
 from mgrpo_ref.store import LocalRedis, RedisStore
-from mgrpo_ref.trainer import TrainConfig, Trainer
+from mgrpo_ref.config import TrainConfig
+from mgrpo_ref.trainer import Trainer
 from mgrpo_ref.warmstart import save_policies
 
 CTX = multiprocessing.get_context('spawn')
@@ -128,7 +129,7 @@ def test_bad_messages_are_rejected_and_only_statistics_cross(start, tmp_path, ca
                     writes.append(cmd['command'].split(' ', 2))
                     if 'main_finished' in cmd['command']: return
         spy = threading.Thread(target=monitor, daemon=True); spy.start(); time.sleep(0.2)
-        q = servers.queue_key(rs, 't')
+        q = channel.queue_key(rs, 't')
         rs.r.rpush(q, 'not json', json.dumps({'id': 'x'}), json.dumps({'id': 'big', 'pad': 'x' * (2 << 20)}))
         bogus = '[1, "bogus", 0]'
         rs.r.hset(rs.key('t', 'records', 1), bogus, '{"R_M": [1, 2]}')

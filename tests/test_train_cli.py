@@ -59,7 +59,7 @@ def test_a_used_output_folder_is_refused_before_any_work(tmp_path):
 
 
 def test_config_files_load_and_toy_cpu_is_the_defaults():
-    from mgrpo_ref.trainer import TrainConfig
+    from mgrpo_ref.config import TrainConfig
     configs = {p.name: TrainConfig.from_dict(json.loads(p.read_text())) for p in (ROOT / 'configs').glob('*.json')}
     assert configs['toy-cpu.json'] == TrainConfig()
     gpu = configs['qwen3-gpu.json']                   # the published hyperparameters
@@ -79,8 +79,8 @@ def test_toy_cpu_config_runs_two_steps(tmp_path):
     assert s['steps'] == 2 and json.loads((tmp_path / 'run' / 'config.json').read_text())['data']['dataset'] == 'world'
 
 
-def test_solo_script_runs_two_steps_with_bf16_autocast_and_gradient_checkpointing(tmp_path):
-    "train_mgrpo.py, the trainer notebook as one file, with the GPU config's precision options (on the CPU)."
+def test_script_runs_two_steps_with_bf16_autocast_and_gradient_checkpointing(tmp_path):
+    "train_mgrpo.py, the entry point for torchrun, with the GPU config's precision options (on the CPU)."
     out = tmp_path / 'run'
     s = summary_of(run('--steps', '2', '--warmstart-steps', '3', '--out', str(out), '--quiet',
                        '--set', TINY + ',accel.mixed_precision=bf16,accel.gradient_checkpointing=true',

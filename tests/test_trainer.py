@@ -6,7 +6,9 @@ import torch
 
 from mgrpo_ref.rollout import RolloutConfig, SubRequest
 from mgrpo_ref.store import MemoryStore
-from mgrpo_ref.trainer import AgentTrainer, OptimConfig, TrainConfig, Trainer
+from mgrpo_ref.config import OptimConfig, TrainConfig
+from mgrpo_ref.learner import AgentTrainer
+from mgrpo_ref.trainer import Trainer
 from mgrpo_ref.loss import LossConfig
 from mgrpo_ref.rewards import RewardConfig
 
