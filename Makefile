@@ -8,6 +8,7 @@
 #   make longer      mgrpo, mgrpo_outcome and single for 300 steps (each resumes its 100-step run), longer.* in runs/longer
 #   make audit       the delegations of mgrpo's and mgrpo_outcome's checkpoints at 100 and 300 steps, audit.* in runs/longer
 #   make docs        copy the experiment's and the ablations' tables and figures into docs/ (shown in the README)
+#   make exercises   check your answers in exercises/mgrpo_exercises.py (EX=path/to/yours.py to check another file)
 #   make bench       speed: the GRPO step against TRL's GRPOTrainer, an M-GRPO step by phase, scaling; logs in runs/bench
 # Both create .venv on first use and install the pinned CPU torch before the package.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -19,7 +20,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo world warmstart-fresh experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
+.PHONY: exercises install demo world warmstart-fresh experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -129,6 +130,11 @@ smollm2: $(STAMP)
 slow: smollm2
 	$(BIN)/nbdev-test --n-workers 1 --flags slow --cell-timeout 7200
 	$(BIN)/python -m pytest -q -p no:cacheprovider --runslow
+
+# the four exercises (group advantages, alignment, R_S, the clipped surrogate) against the tests their solutions pass
+EX ?= exercises/mgrpo_exercises.py
+exercises: $(STAMP)
+	MGRPO_EXERCISES=$(EX) $(BIN)/python -m pytest -q -p no:cacheprovider tests/exercises
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab nbs
