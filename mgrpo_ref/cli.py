@@ -184,6 +184,16 @@ def _train_config(config, set, mode, seed, steps, run, world_seed) -> TrainConfi
     load_task(cfg.data)                                  # the dataset files and the retriever's address are checked now
     return cfg
 
+def _server_config(role: str, redis_url, checkpoint, resume, *fields) -> TrainConfig:
+    "A server's config, its starting policy and its Redis checked before anything loads; a SystemExit naming the command otherwise."
+    try:
+        cfg = _train_config(*fields)
+        if not (resume or checkpoint or getattr(cfg.models, role)):
+            raise ValueError(f"--checkpoint is needed (or --resume, or TrainConfig.models.{role})")
+        _check_redis(redis_url)
+        return cfg
+    except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-{role}-server: {e}")
+
 @call_parse
 def mgrpo_decoupled(
     mode: str = None,               # mgrpo, frozen_sub or mgrpo_ragged (default: the config's, else mgrpo)
@@ -232,11 +242,7 @@ def mgrpo_main_server(
     quiet: bool = False,            # no progress bar
 ):
     "The main agent's server: rollouts, R_M, the statistics records, the main agent's updates; delegations go to the sub server."
-    try:
-        cfg = _train_config(config, set, mode, seed, steps, run, world_seed)
-        if not (resume or checkpoint or cfg.models.main): raise ValueError("--checkpoint is needed (or --resume, or TrainConfig.models.main)")
-        _check_redis(redis_url)
-    except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-main-server: {e}")
+    cfg = _server_config('main', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
     summary = run_main_server(cfg, redis_url, out, checkpoint, resume, threads, max_lag, timeout, on_timeout, not quiet)
     if summary is not None: print(json.dumps(summary))
 
@@ -256,9 +262,5 @@ def mgrpo_sub_server(
     world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
 ):
     "The sub-agent's server: answers delegations, joins the statistics with its sub-trajectories, aligns and trains."
-    try:
-        cfg = _train_config(config, set, mode, seed, steps, run, world_seed)
-        if not (resume or checkpoint or cfg.models.sub): raise ValueError("--checkpoint is needed (or --resume, or TrainConfig.models.sub)")
-        _check_redis(redis_url)
-    except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-sub-server: {e}")
+    cfg = _server_config('sub', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
     run_sub_server(cfg, redis_url, out, checkpoint, resume, threads)
