@@ -1,5 +1,5 @@
 # The commands of the README:
-#   make demo        train M-GRPO on the toy world from the committed warm start (checkpoints/), curves and summary in runs/demo
+#   make demo        train M-GRPO on the toy world from the shipped warm start (mgrpo_ref/checkpoints/), curves and summary in runs/demo
 #   make test        everything CI checks: install, notebooks <-> package sync, every notebook, pytest
 #   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
 #   make experiment  the paper's comparison: its 4 arms x 3 seeds from the warm start, results in runs/experiment
@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: exercises install demo world warmstart-fresh experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
+.PHONY: exercises install demo world warmstart notebooks-kernel experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,20 +31,23 @@ $(STAMP): setup.py settings.ini
 
 install: $(STAMP)
 
-# the warm-started tiny policies every training command starts from: the committed checkpoint that the README's
-# results start from (checkpoints/README.md). `make warmstart-fresh` makes your own in runs/warmstart instead (28-56
-# minutes on 2 cores; its numbers will differ, since a warm start changes with the machine and the thread count)
+# the warm-started tiny policies every training command starts from: shipped with the package, the README's results
+# start from them (mgrpo_ref/checkpoints/README.md). The experiments name a copy in runs/warmstart in their commands.
+# `make warmstart` regenerates the shipped ones (28-56 minutes on 2 cores; its numbers will differ, since a warm
+# start changes with the machine and the thread count; update mgrpo_ref/checkpoints/README.md from what it prints)
+SHIPPED := mgrpo_ref/checkpoints/warmstart
 WARM := runs/warmstart/warmstart.json
 $(WARM):
-	mkdir -p runs && rm -rf runs/warmstart && cp -r checkpoints/warmstart runs/warmstart
+	mkdir -p runs && rm -rf runs/warmstart && cp -r $(SHIPPED) runs/warmstart
 
-warmstart-fresh: $(STAMP)
-	rm -rf runs/warmstart
-	$(BIN)/mgrpo-rollout --warmstart --save runs/warmstart --questions 120 --k 2
+warmstart: $(STAMP)
+	rm -rf $(SHIPPED).new && OMP_NUM_THREADS=2 $(BIN)/mgrpo-rollout --warmstart --save $(SHIPPED).new --questions 120 --k 2
+	rm -rf $(SHIPPED) && mv $(SHIPPED).new $(SHIPPED) && rm -rf runs/warmstart
+	cd $(SHIPPED) && sha256sum */model.safetensors
 
-demo: $(STAMP) $(WARM)
+demo: $(STAMP)
 	rm -rf runs/demo
-	$(BIN)/mgrpo-train --mode mgrpo --steps 40 --checkpoint runs/warmstart --out runs/demo --set eval_every=10
+	$(BIN)/mgrpo-train --mode mgrpo --steps 40 --out runs/demo --set eval_every=10
 
 world: $(STAMP)
 	$(BIN)/mgrpo-world --out runs/world
@@ -56,13 +59,14 @@ experiment: $(STAMP) $(WARM)
 ablations: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --arms all --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment --table ablations
 
-# the headline arms from two more warm starts (warm-start seeds 1 and 2, each made like runs/warmstart), then one table
+# the headline arms from two more warm starts (warm-start seeds 1 and 2, the shipped one's config with one torch thread,
+# so each is the same on a given machine; about 30 minutes each, then 12 runs of about 6 minutes), then one table
 # per warm start and pooled in runs/warmstarts; warm start 0 is runs/warmstart, whose runs the experiment and ablations made
 WS_ARMS := mgrpo,mgrpo_outcome,single,frozen_sub
 warmstarts: $(STAMP) $(WARM)
 	$(BIN)/mgrpo-experiment --arms $(WS_ARMS) --seeds 0,1,2 --checkpoint runs/warmstart --out runs/experiment --table warmstart0 --quiet
 	for w in 1 2; do \
-	  test -f runs/warmstart-seed$$w/warmstart.json || $(BIN)/mgrpo-rollout --warmstart --seed $$w --save runs/warmstart-seed$$w --questions 120 --k 2 || exit 1; \
+	  test -f runs/warmstart-seed$$w/warmstart.json || OMP_NUM_THREADS=1 $(BIN)/mgrpo-rollout --warmstart --seed $$w --save runs/warmstart-seed$$w --questions 120 --k 2 || exit 1; \
 	  $(BIN)/mgrpo-experiment --arms $(WS_ARMS) --seeds 0,1,2 --checkpoint runs/warmstart-seed$$w --out runs/warmstart-seed$$w/experiment --quiet || exit 1; done
 	$(BIN)/mgrpo-experiment --arms $(WS_ARMS) --seeds 0,1,2 --out runs/warmstarts --table warmstarts \
 	  --pool runs/experiment,runs/warmstart-seed1/experiment,runs/warmstart-seed2/experiment

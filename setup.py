@@ -26,6 +26,7 @@ setup(
     python_requires=f">={cfg['min_python']}",
     packages=find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data=True,
+    package_data={cfg['lib_path']: ['checkpoints/README.md', 'checkpoints/warmstart/*', 'checkpoints/warmstart/*/*']},   # the shipped warm start
     install_requires=cfg['requirements'].split(),
     extras_require={'dev': cfg['dev_requirements'].split(), 'bench': cfg['bench_requirements'].split()},
     entry_points={'console_scripts': cfg['console_scripts'].split(),

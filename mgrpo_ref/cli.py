@@ -19,8 +19,8 @@ from .data import DATASETS, load_task
 from .learner import make_accelerator
 from .servers import decoupled, run_main_server, run_sub_server
 from .store import RedisStore
-from .trainer import Trainer, starting_policies, warm_start_folder
-from .world import WorldConfig, build_world
+from .trainer import Trainer, default_start, starting_policies
+from .warmstart import shipped_warmstart
 
 # %% ../nbs/22_cli.ipynb #88b3bc86
 def _type_name(t) -> str:
@@ -50,7 +50,7 @@ def config_reference() -> str:
 # %% ../nbs/22_cli.ipynb #ac02aafe
 CONFIGS = {
     'toy-cpu.json': "the toy world with tiny models on a laptop CPU: `TrainConfig()`'s defaults written out (the warm start comes "
-                    "from `--checkpoint` or is made on the fly)",
+                    "from `--checkpoint`, else the shipped one)",
     'qwen3-gpu.json': "real checkpoints on GPUs: Qwen3-4B for both agents, the published hyperparameters (K = 8, learning rate "
                       "1e-6, clip 0.2 / 0.28, no KL, T = 1.0), turn caps per agent, D_max = 3, bf16 autocast and gradient checkpointing, "
                       "the main agent on cuda:0 and the sub-agent on cuda:1; WebWalkerQA files and a local retrieval server",
@@ -137,8 +137,8 @@ def mgrpo_train(
     steps: int = None,              # training steps (overrides the config)
     seed: int = None,               # seed of the run and of the warm start (default: the config's, else 0)
     out: str = 'runs/train',        # run directory
-    checkpoint: str = None,         # folder with the starting policies (main/ and sub/, or single/); default: TrainConfig.models, else warm-start
-    warmstart_steps: int = None,    # SFT steps per role when warm-starting (default: WarmStartConfig's)
+    checkpoint: str = None,         # folder with the starting policies (main/ and sub/, or single/); default: TrainConfig.models, else the shipped warm start
+    warmstart_steps: int = None,    # warm-start fresh policies with this many SFT steps per role instead of the shipped ones
     resume: bool = False,           # continue the run in --out from its checkpoint
     dataset: str = None,            # training questions: 'world' or LOADER:PATH, e.g. webwalkerqa:silver.jsonl (TrainConfig.data.dataset)
     retriever_url: str = None,      # search and visit through this /retrieve server (TrainConfig.data.retriever_url)
@@ -160,10 +160,10 @@ def mgrpo_train(
         acc = make_accelerator(cfg.accel)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-train: {e}")
     out_p = Path(out)
-    if any(r not in policies for r in cfg.roles):                         # the toy warm start, on the world, written once
-        if acc.is_main_process: warm_start_folder(build_world(WorldConfig(seed=cfg.data.world_seed)), cfg, out_p, warmstart_steps, cfg.data.world_seed)
+    if any(r not in policies for r in cfg.roles):                         # the shipped warm start, or a fresh one written once
+        start = default_start(cfg, out_p, warmstart_steps, write=acc.is_main_process)
         acc.wait_for_everyone()
-        policies = {**starting_policies(cfg, out_p / 'warmstart', named=False), **policies}
+        policies = {**starting_policies(cfg, start, named=False), **policies}
     if acc.is_main_process:
         out_p.mkdir(parents=True, exist_ok=True)
         (out_p / 'config.json').write_text(json.dumps(asdict(cfg), indent=1) + '\n')
@@ -184,14 +184,15 @@ def _train_config(config, set, mode, seed, steps, run, world_seed) -> TrainConfi
     load_task(cfg.data)                                  # the dataset files and the retriever's address are checked now
     return cfg
 
-def _server_config(role: str, redis_url, checkpoint, resume, *fields) -> TrainConfig:
-    "A server's config, its starting policy and its Redis checked before anything loads; a SystemExit naming the command otherwise."
+def _server_config(role: str, redis_url, checkpoint, resume, *fields) -> tuple[TrainConfig, str | Path | None]:
+    "A server's config and starting checkpoint (default: the shipped warm start), and its Redis, checked before anything loads; a SystemExit naming the command otherwise."
     try:
         cfg = _train_config(*fields)
         if not (resume or checkpoint or getattr(cfg.models, role)):
-            raise ValueError(f"--checkpoint is needed (or --resume, or TrainConfig.models.{role})")
+            checkpoint = shipped_warmstart(cfg.data.world_seed)
+            if checkpoint is None: raise ValueError(f"--checkpoint is needed (or --resume, or TrainConfig.models.{role}): the shipped warm start is for world seed 0")
         _check_redis(redis_url)
-        return cfg
+        return cfg, checkpoint
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-{role}-server: {e}")
 
 @call_parse
@@ -202,8 +203,8 @@ def mgrpo_decoupled(
     steps: int = None,              # training steps (overrides the config)
     seed: int = None,               # seed of the run and of the warm start (default: the config's, else 0)
     out: str = 'runs/decoupled',    # run directory (the sub server writes OUT/sub_server)
-    checkpoint: str = None,         # folder with the starting policies (main/ and sub/); default: warm-start
-    warmstart_steps: int = None,    # SFT steps per role when warm-starting (default: WarmStartConfig's)
+    checkpoint: str = None,         # folder with the starting policies (main/ and sub/); default: the shipped warm start
+    warmstart_steps: int = None,    # warm-start fresh policies with this many SFT steps per role instead of the shipped ones
     redis_url: str = None,          # redis://[:password@]host:port/db of a running Redis (default: a private one on loopback)
     max_lag: int = 0,               # steps the sub-agent may lag behind the main agent (0: synchronous, as co-located)
     threads: int = None,            # torch threads per server (default: torch's)
@@ -219,13 +220,13 @@ def mgrpo_decoupled(
         if redis_url: _check_redis(redis_url)                                        # fail now on a bad URL or password
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-decoupled: {e}")
     if cfg.mode not in ('mgrpo', 'frozen_sub', 'mgrpo_ragged'): raise SystemExit(f"mgrpo-decoupled: mode {cfg.mode!r} has no sub-agent to decouple")
-    start = checkpoint or warm_start_folder(build_world(WorldConfig(seed=cfg.data.world_seed)), cfg, out, warmstart_steps, cfg.data.world_seed)
+    start = checkpoint or default_start(cfg, out, warmstart_steps)
     print(json.dumps(decoupled(cfg, out, start, redis_url, threads, max_lag, progress=not quiet)))
 
 @call_parse
 def mgrpo_main_server(
     redis_url: str = None,          # redis://[:password@]host:port/db shared with the sub server (required)
-    checkpoint: str = None,         # folder with the starting main policy (main/); not needed with --resume
+    checkpoint: str = None,         # folder with the starting main policy (main/); default: the shipped warm start
     run: str = None,                # the run's name in Redis (the sub server must use the same)
     config: str = None,             # JSON file of TrainConfig fields (the same as the sub server's)
     set: str = None,                # overrides, e.g. "rollout.k=4"
@@ -242,14 +243,14 @@ def mgrpo_main_server(
     quiet: bool = False,            # no progress bar
 ):
     "The main agent's server: rollouts, R_M, the statistics records, the main agent's updates; delegations go to the sub server."
-    cfg = _server_config('main', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
+    cfg, checkpoint = _server_config('main', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
     summary = run_main_server(cfg, redis_url, out, checkpoint, resume, threads, max_lag, timeout, on_timeout, not quiet)
     if summary is not None: print(json.dumps(summary))
 
 @call_parse
 def mgrpo_sub_server(
     redis_url: str = None,          # redis://[:password@]host:port/db shared with the main server (required)
-    checkpoint: str = None,         # folder with the starting sub policy (sub/); not needed with --resume
+    checkpoint: str = None,         # folder with the starting sub policy (sub/); default: the shipped warm start
     run: str = None,                # the run's name in Redis (the main server's)
     config: str = None,             # JSON file of TrainConfig fields (the same as the main server's)
     set: str = None,                # overrides
@@ -262,5 +263,5 @@ def mgrpo_sub_server(
     world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
 ):
     "The sub-agent's server: answers delegations, joins the statistics with its sub-trajectories, aligns and trains."
-    cfg = _server_config('sub', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
+    cfg, checkpoint = _server_config('sub', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
     run_sub_server(cfg, redis_url, out, checkpoint, resume, threads)

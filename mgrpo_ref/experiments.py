@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from .config import TrainConfig, _merge, config_fields, parse_overrides
 from .trainer import Trainer
-from .warmstart import WarmStartConfig, load_policies, save_policies, warm_start
+from .warmstart import WarmStartConfig, load_policies, save_policies, shipped_warmstart, warm_start
 from .world import WorldConfig, build_world
 
 # %% ../nbs/21_experiments.ipynb #c04e8851
@@ -109,8 +109,9 @@ def run_one(world_cfg: dict, train_cfg: dict, checkpoint: str, out: str, threads
 
 def run_experiment(cfg: ExperimentConfig, out: str | Path, checkpoint: str | Path | None = None, progress: bool = True,
                    table: str = 'results', command: str | None = None) -> pd.DataFrame:
-    "Run every arm and seed of `cfg` from `checkpoint` (default: warm-start and save to OUT/warmstart); write OUT/TABLE.{csv,md,json}, TABLE_steps.csv, TABLE.png and TABLE_diagnostics.png; return the table."
+    "Run every arm and seed of `cfg` from `checkpoint` (default: the shipped warm start if it was made with `cfg`'s world and warm-start config, else a fresh one saved in OUT/warmstart); write OUT/TABLE.{csv,md,json}, TABLE_steps.csv, TABLE.png and TABLE_diagnostics.png; return the table."
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    if checkpoint is None and cfg.warmstart == WarmStartConfig(): checkpoint = shipped_warmstart(cfg.world.seed)
     if checkpoint is None:
         checkpoint = out / 'warmstart'
         if not (checkpoint / 'warmstart.json').exists():
@@ -330,7 +331,7 @@ def mgrpo_experiment(
     steps: int = None,              # training steps per run (default: the config's)
     config: str = None,             # JSON file of TrainConfig fields shared by every run
     set: str = None,                # overrides shared by every run, e.g. "rollout.k=4,main_optim.lr=3e-4" (an arm's own overrides win)
-    checkpoint: str = None,         # warm-started policies (main/, sub/, single/); default: warm-start into OUT/warmstart
+    checkpoint: str = None,         # warm-started policies (main/, sub/, single/); default: the shipped warm start
     workers: int = 2,               # runs in parallel
     world_seed: int = 0,            # seed of the world
     pool: str = None,               # comma-separated finished experiment folders, one per warm start: train nothing, write their table per warm start and pooled
@@ -356,7 +357,7 @@ def mgrpo_experiment(
         print(warmstart_table(df)); print(f"wrote {Path(out) / table}.csv and .md")
         return
     shared = ''.join(f' --{k} {v}' for k, v in (('steps', steps), ('config', config), ('set', set), ('world-seed', world_seed or None)) if v is not None)
-    command = f"mgrpo-experiment --arms {{arm}} --seeds {{seeds}}{shared} --checkpoint {checkpoint or Path(out) / 'warmstart'} --out {out} --table {{arm}}"
+    command = f"mgrpo-experiment --arms {{arm}} --seeds {{seeds}}{shared}{f' --checkpoint {checkpoint}' if checkpoint else ''} --out {out} --table {{arm}}"
     df = run_experiment(cfg, out, checkpoint, progress=not quiet, table=table, command=command)
     print((Path(out) / f'{table}.md').read_text())
     print(f"wrote {Path(out) / table}.csv, .md, .json, .png and _diagnostics.png")

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['ADDED_METRICS', 'EPISODE_MEANS', 'MAX_METRICS', 'evaluate_system', 'merge_metrics', 'Trainer', 'plot_run',
-           'warm_start_folder', 'starting_policies']
+           'warm_start_folder', 'default_start', 'starting_policies']
 
 # %% ../nbs/17_trainer.ipynb #362e9cf5
 import json, random, time
@@ -25,7 +25,7 @@ from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, rollout_m
 from .step import MainSide, SingleSide, SubSide, _mean, _prefixed
 from .store import MemoryStore, StatsStore
 from .tools import exact_match
-from .world import Question, World
+from .world import Question, World, WorldConfig, build_world
 
 # %% ../nbs/17_trainer.ipynb #57ef5093
 def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
@@ -235,6 +235,14 @@ def warm_start_folder(world: World, cfg: TrainConfig, out: str | Path, steps: in
     wcfg = WarmStartConfig(seed=cfg.seed) if steps is None else WarmStartConfig(seed=cfg.seed, steps_main=steps, steps_sub=steps, steps_single=steps)
     policies, _ = warm_start(world, wcfg)
     return save_policies(policies, Path(out) / 'warmstart', meta={'config': asdict(wcfg), 'world_seed': world_seed})
+
+def default_start(cfg: TrainConfig, out: str | Path, steps: int | None = None, write: bool = True) -> Path:
+    "Where a run without a checkpoint starts: the shipped warm start if it was made for `cfg`'s world and no SFT `steps` are asked for, else a fresh warm start in `out/warmstart` (made only if `write`: in one process of several)."
+    from mgrpo_ref.warmstart import shipped_warmstart
+    shipped = shipped_warmstart(cfg.data.world_seed) if steps is None else None
+    if shipped is not None: return shipped
+    if write: warm_start_folder(build_world(WorldConfig(seed=cfg.data.world_seed)), cfg, out, steps, cfg.data.world_seed)
+    return Path(out) / 'warmstart'
 
 def starting_policies(cfg: TrainConfig, checkpoint: str | Path | None, named: bool = True,
                       roles: tuple[str, ...] | None = None) -> dict[str, Policy]:
