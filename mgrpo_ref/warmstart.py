@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['ROLES', 'episode_tokens', 'WarmStartConfig', 'demonstrations', 'sft_loss', 'sft', 'warm_start', 'evaluate',
-           'save_policies', 'load_policies', 'plot_warm_start', 'shipped_warmstart', 'mgrpo_rollout']
+           'save_policies', 'load_policies', 'shipped_warmstart', 'plot_warm_start', 'mgrpo_rollout']
 
 # %% ../nbs/07_warmstart.ipynb #5d038819
 import json as _json, random, time
@@ -144,6 +144,14 @@ def load_policies(path: str | Path, roles: tuple[str, ...] = ROLES) -> dict[str,
     if missing: raise FileNotFoundError(f"{str(p)!r} has no policy folder for {missing} (expected {list(roles)} sub-folders)")
     return {r: Policy.load(p / r) for r in roles}
 
+# %% ../nbs/07_warmstart.ipynb #6e221cc9
+def shipped_warmstart(world_seed: int = 0) -> Path | None:
+    "The folder of the warm start shipped with the package (main/, sub/, single/, warmstart.json) if it was made for the world of `world_seed`, else None."
+    from importlib.resources import files
+    folder = Path(str(files('mgrpo_ref') / 'checkpoints' / 'warmstart'))
+    meta = _json.loads((folder / 'warmstart.json').read_text())
+    return folder if meta['world_seed'] == world_seed else None
+
 # %% ../nbs/07_warmstart.ipynb #7b1517e6
 def plot_warm_start(before: dict, after: dict):
     "Accuracy and format-ok rate per role, before and after the warm start."
@@ -160,14 +168,6 @@ def plot_warm_start(before: dict, after: dict):
     ax.set(ylim=(0, 1.05), ylabel='rate', title='Warm start on the test split (T = 1)'); ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
-
-# %% ../nbs/07_warmstart.ipynb #6e221cc9
-def shipped_warmstart(world_seed: int = 0) -> Path | None:
-    "The folder of the warm start shipped with the package (main/, sub/, single/, warmstart.json) if it was made for the world of `world_seed`, else None."
-    from importlib.resources import files
-    folder = Path(str(files('mgrpo_ref') / 'checkpoints' / 'warmstart'))
-    meta = _json.loads((folder / 'warmstart.json').read_text())
-    return folder if meta['world_seed'] == world_seed else None
 
 # %% ../nbs/07_warmstart.ipynb #88a3cba6
 def _nest(summary: dict) -> dict:
