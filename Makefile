@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: exercises install demo world warmstart notebooks-kernel experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
+.PHONY: exercises install demo world warmstart experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -135,7 +135,7 @@ def mgrpo_train(
     config: str = None,             # JSON file of TrainConfig fields, e.g. configs/toy-cpu.json (default: the toy CPU defaults)
     set: str = None,                # overrides, e.g. "d_max=3,rollout.k=4,main_optim.lr=3e-4"
     steps: int = None,              # training steps (overrides the config)
-    seed: int = None,               # seed of the run and of the warm start (default: the config's, else 0)
+    seed: int = None,               # seed of the run and of a fresh warm start (default: the config's, else 0)
     out: str = 'runs/train',        # run directory
     checkpoint: str = None,         # folder with the starting policies (main/ and sub/, or single/); default: TrainConfig.models, else the shipped warm start
     warmstart_steps: int = None,    # warm-start fresh policies with this many SFT steps per role instead of the shipped ones
@@ -201,7 +201,7 @@ def mgrpo_decoupled(
     config: str = None,             # JSON file of TrainConfig fields (default: the toy CPU defaults)
     set: str = None,                # overrides, e.g. "d_max=3,rollout.k=4,main_optim.lr=3e-4"
     steps: int = None,              # training steps (overrides the config)
-    seed: int = None,               # seed of the run and of the warm start (default: the config's, else 0)
+    seed: int = None,               # seed of the run and of a fresh warm start (default: the config's, else 0)
     out: str = 'runs/decoupled',    # run directory (the sub server writes OUT/sub_server)
     checkpoint: str = None,         # folder with the starting policies (main/ and sub/); default: the shipped warm start
     warmstart_steps: int = None,    # warm-start fresh policies with this many SFT steps per role instead of the shipped ones
