@@ -14,7 +14,7 @@ import torch
 
 from .config import AccelConfig, OptimConfig
 from .loss import LossConfig, LossInfo, loss_batch, merge_duplicates, policy_loss_backward
-from .policy import Policy
+from .policy import Policy, TokenLogprobs
 from .rollout import Trajectory
 
 # %% ../nbs/14_learner.ipynb #8910f5e0
@@ -47,10 +47,10 @@ class AgentTrainer:
         self.temperature, self.num_iterations, self.acc = temperature, num_iterations, accelerator
         self.checkpointing = gradient_checkpointing
         if gradient_checkpointing: policy.model.gradient_checkpointing_enable()
-        self.model = policy.model                             # what the loss runs through: DDP-wrapped over several processes
+        self.model = TokenLogprobs(policy.model, loss.head_chunk)   # what the loss runs through: DDP-wrapped over several processes
         if accelerator is not None:
             policy.model.to(device or accelerator.device)
-            self.model = accelerator.prepare_model(policy.model, device_placement=False)
+            self.model = accelerator.prepare_model(self.model, device_placement=False)
         self.opt = torch.optim.AdamW(policy.model.parameters(), lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
         self.version = 0                                      # optimizer steps taken
         self.skipped = Counter()                              # skipped updates by reason
@@ -96,8 +96,8 @@ class AgentTrainer:
 
     def _idle_backward(self) -> LossInfo:
         "A zero-gradient pass for a process without loss tokens this step, so that it joins the others' gradient all-reduce."
-        ids = torch.full((1, 1), self.policy.pad_id, device=next(self.model.parameters()).device)
-        (self.model(input_ids=ids).logits.float().sum() * 0).backward()
+        ids = torch.full((1, 2), self.policy.pad_id, device=next(self.model.parameters()).device)   # one prediction: body and head
+        (self.model(ids, torch.ones_like(ids)).sum() * 0).backward()
         return LossInfo()
 
     def save(self, path: str | Path) -> None:

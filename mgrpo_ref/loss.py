@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from .policy import token_logprobs
+from .policy import TokenLogprobs, token_logprobs
 
 # %% ../nbs/11_loss.ipynb #f84855d1
 @dataclass
@@ -24,6 +24,7 @@ class LossConfig:
     beta_kl: float = 0.0                      # weight of the k3 KL to a reference policy; 0 loads no reference
     aggregation: str = 'seq-mean-token-mean'  # or 'token-mean': how token terms are averaged over the batch
     micro_batch: int = 16                     # trajectories per forward/backward pass (does not change the gradient)
+    head_chunk: int = 256                     # positions per LM-head call: (head_chunk, V) is the largest tensor of the pass
 
     def __post_init__(self):
         if not 0 <= self.eps_low < 1: raise ValueError(f"LossConfig.eps_low must be in [0, 1), got {self.eps_low}")
@@ -32,6 +33,7 @@ class LossConfig:
         if self.aggregation not in ('seq-mean-token-mean', 'token-mean'):
             raise ValueError(f"LossConfig.aggregation must be 'seq-mean-token-mean' or 'token-mean', got {self.aggregation!r}")
         if self.micro_batch < 1: raise ValueError(f"LossConfig.micro_batch must be >= 1, got {self.micro_batch}")
+        if self.head_chunk < 1: raise ValueError(f"LossConfig.head_chunk must be >= 1, got {self.head_chunk}")
 
 def clipped_loss_naive(logp: list[list[float]], old_logp: list[list[float]], adv: list[float], mask: list[list[int]],
                        cfg: LossConfig = LossConfig(), ref_logp: list[list[float]] | None = None) -> float:
@@ -225,12 +227,13 @@ def policy_loss_backward(model, batch: LossBatch, cfg: LossConfig = LossConfig()
     n_seqs, n_tokens = counts or (int(w[on.any(1)].sum()), int((w * on.sum(1)).sum()))   # the whole batch's, over every process
     if n_tokens == 0: raise ValueError("no loss tokens: the batch is empty or fully masked")
     mbs = [mb for mb in batch.micro_batches(cfg.micro_batch) if (mb.loss_mask > 0).any()]
+    score = model if isinstance(getattr(model, 'module', model), TokenLogprobs) else TokenLogprobs(model, cfg.head_chunk)   # (DDP-wrapped) or not
     info = LossInfo()
     for j, mb in enumerate(mbs):
         quiet = no_sync() if no_sync is not None and j < len(mbs) - 1 else contextlib.nullcontext()   # DDP: sync on the last only
         with quiet:
-            logp, ent = token_logprobs(model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True,
-                                       positions=(mb.loss_mask > 0).to(dev))                                         # (b, L)
+            logp, ent = score(mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature, entropy=True,
+                              positions=(mb.loss_mask > 0).to(dev))                                         # (b, L)
             ref = None if mb.ref_logprobs is None else mb.ref_logprobs.to(dev)
             loss, mb_info = clipped_surrogate(logp, mb.old_logprobs.to(dev), mb.advantages.to(dev), mb.loss_mask.to(dev), cfg,
                                               ref_logp=ref, entropy=ent.detach(), n_seqs=n_seqs, n_tokens=n_tokens,

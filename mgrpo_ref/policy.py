@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'SPECIAL_TOKENS', 'protocol_tags', 'world_texts', 'build_tokenizer', 'ChatFormat', 'TinyModelConfig',
-           'tiny_model', 'SamplingConfig', 'Sample', 'sample', 'TurnCache', 'token_logprobs', 'sequence_logprobs',
-           'Policy', 'tiny_policy', 'smollm2_path', 'load_smollm2']
+           'tiny_model', 'SamplingConfig', 'Sample', 'sample', 'TurnCache', 'token_logprobs', 'TokenLogprobs',
+           'sequence_logprobs', 'Policy', 'tiny_policy', 'smollm2_path', 'load_smollm2']
 
 # %% ../nbs/05_policy.ipynb #d2daa823
 import json, re
@@ -14,6 +14,8 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 # %% ../nbs/05_policy.ipynb #d6165f97
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -226,19 +228,47 @@ class TurnCache:
         self.kv, self.mask, self.rows = kv, mask, {k: (b, t) for b, (k, t) in enumerate(zip(keys, tokens))}
 
 # %% ../nbs/05_policy.ipynb #3c281634
+def _body_and_head(model):
+    "The transformer body and LM head of a causal LM whose logits are exactly `head(body(x))`; None for one that rescales or caps them."
+    cfg = getattr(model, 'config', None)
+    if cfg is None or getattr(cfg, 'final_logit_softcapping', None) or getattr(cfg, 'logit_scale', None) not in (None, 1, 1.0): return None
+    body, head = getattr(model, 'base_model', model), model.get_output_embeddings() if hasattr(model, 'get_output_embeddings') else None
+    return None if body is model or head is None else (body, head)
+
+def _head_logprobs(head, h: torch.Tensor, targets: torch.Tensor, T: float, entropy: bool):
+    "Log-probs of `targets` (n,) from hidden states `h` (n, H), and the entropies when asked: the only place a (n, V) tensor exists."
+    logp = torch.log_softmax(head(h).float() / T, -1)                                    # (n, V)
+    lp = logp.gather(-1, targets[:, None]).squeeze(-1)                                   # (n,)
+    return (lp, -(logp.exp() * logp).sum(-1)) if entropy else (lp,)                      # (n,), (n,)
+
 def token_logprobs(model, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
-                   entropy: bool = False, positions: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+                   entropy: bool = False, positions: torch.Tensor | None = None, chunk: int = 256) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     "Log-probs (b, L) of a right-padded batch, entry t = log p(x_t | x_<t), at `positions` (default: every real token but the first) and 0 elsewhere; optionally the entropies of those distributions."
     T = temperature if temperature > 0 else 1.0
     want = (attention_mask if positions is None else positions).bool().clone()              # (b, L)
     want[:, 0] = False                                                                       # x_0 has no prediction
-    logits = model(input_ids=ids, attention_mask=attention_mask).logits                      # (b, L, V)
-    z = logits[F.pad(want[:, 1:], (0, 1))].float() / T                                       # (n, V): only the predictions asked for,
-    logp_all = torch.log_softmax(z, -1)                                                      # (n, V)  since the work over V is the costly part
-    zero = torch.zeros(ids.shape, dtype=z.dtype, device=z.device)                            # (b, L)
-    lp = zero.masked_scatter(want, logp_all.gather(-1, ids[want][:, None]).squeeze(-1))       # (b, L)
-    if not entropy: return lp
-    return lp, zero.masked_scatter(want, -(logp_all.exp() * logp_all).sum(-1))               # (b, L), (b, L)
+    before = F.pad(want[:, 1:], (0, 1))                                                      # (b, L): the states that predict them
+    parts = _body_and_head(model)
+    if parts is None:                                                                        # logits transformed after the head:
+        h, head = model(input_ids=ids, attention_mask=attention_mask).logits[before], nn.Identity()   # (n, V), the model's own
+    else:
+        body, head = parts
+        h = body(input_ids=ids, attention_mask=attention_mask, use_cache=False).last_hidden_state[before]   # (n, H)
+    targets, cols = ids[want], []                                                            # (n,)
+    for i in range(0, len(targets), chunk):                                                  # the head over V, `chunk` positions at a time;
+        args = (head, h[i:i + chunk], targets[i:i + chunk], T, entropy)                      # under grad each chunk is recomputed in backward
+        cols.append(checkpoint(_head_logprobs, *args, use_reentrant=False) if torch.is_grad_enabled() and h.requires_grad
+                    else _head_logprobs(*args))                                              # so only its (n, H) input is kept
+    out = [torch.cat(c) for c in zip(*cols)] if cols else [h.new_zeros(0, dtype=torch.float32)] * (1 + entropy)   # (n,) each
+    zero = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)                    # (b, L)
+    lp = zero.masked_scatter(want, out[0])                                                   # (b, L)
+    return (lp, zero.masked_scatter(want, out[1])) if entropy else lp                        # (b, L), (b, L)
+
+class TokenLogprobs(nn.Module):
+    "A causal LM whose forward is `token_logprobs`: what DDP wraps, so that the chunked LM head runs inside the wrapped forward."
+    def __init__(self, lm, chunk: int = 256): super().__init__(); self.lm, self.chunk = lm, chunk
+    def forward(self, ids, attention_mask, temperature: float = 1.0, entropy: bool = False, positions=None):
+        return token_logprobs(self.lm, ids, attention_mask, temperature, entropy, positions, self.chunk)
 
 def sequence_logprobs(model, seqs: list[list[int]], pad_id: int, temperature: float = 1.0,
                       micro_batch: int = 64, grad: bool = False) -> list[torch.Tensor]:

@@ -49,3 +49,9 @@ def test_vs_trl_runs_both_sides_on_one_workload():
     # the same prompts, K completions each: the prompt tokens in the trained sequences agree exactly
     assert ours['trained_tokens_per_step'] - ours['generated_tokens_per_step'] == trl['trained_tokens_per_step'] - trl['generated_tokens_per_step']
     assert 0 < ours['generated_tokens_per_step'] <= 2 * 8 * 6 and 0 < trl['generated_tokens_per_step'] <= 2 * 8 * 6
+
+
+def test_logprobs_memory_bench_runs():
+    "bench/logprobs.py on a small size: every variant runs in its own process and gives the same log-probs (the script asserts it)."
+    out = bench('bench/logprobs.py', '--context', '256', '--vocab', '4000', '--chunks', '64,16')
+    assert [r['variant'] for r in out['rows']] == ['full', '64', '16'] and all(r['peak_mb'] >= 0 for r in out['rows'])

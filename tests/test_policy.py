@@ -101,3 +101,36 @@ def test_smollm2_samples_with_stop_strings():
     s = smol.sample([p, p], SamplingConfig(max_new_tokens=24), [0, 1], 'sub')
     lp = smol.logprobs([p + s[0].token_ids])[0][len(p):]
     assert torch.allclose(lp, torch.tensor(s[0].logprobs), atol=1e-4)
+
+
+def _naive_logprobs(model, ids, mask, want, T):
+    "The oracle, computed as token_logprobs was before it chunked: full (b, L, V) float32 logits, then a loop over the positions asked for."
+    logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float() / T, -1)   # (b, L, V)
+    lp, ent = torch.zeros(ids.shape), torch.zeros(ids.shape)
+    for b in range(ids.shape[0]):
+        for t in range(1, ids.shape[1]):
+            if want[b, t]: lp[b, t], ent[b, t] = logp[b, t - 1, ids[b, t]], -(logp[b, t - 1].exp() * logp[b, t - 1]).sum()
+    return lp, ent
+
+
+@pytest.mark.parametrize('vocab', [300, 151_936])   # the toy size and Qwen3's real vocabulary
+@pytest.mark.parametrize('chunk', [1, 7, 1024])
+def test_chunked_head_matches_full_logits(vocab, chunk):
+    "token_logprobs never builds (b, L, V): body, gather, head in chunks. Same log-probs, entropies and gradients as full logits."
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from mgrpo_ref.policy import token_logprobs
+    torch.manual_seed(0)
+    model = Qwen3ForCausalLM(Qwen3Config(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, head_dim=8, tie_word_embeddings=False)).float().eval()
+    ids = torch.randint(0, vocab, (3, 24)); mask = torch.ones_like(ids); mask[1, 18:] = 0; mask[2, 6:] = 0
+    want = mask.bool().clone(); want[:, :4] = False                    # as the loss asks: sampled tokens only
+    lp0, ent0 = _naive_logprobs(model, ids, mask, want, 0.7)
+    lp, ent = token_logprobs(model, ids, mask, 0.7, entropy=True, positions=want, chunk=chunk)
+    assert (lp - lp0).abs().max() < 1e-6                               # log-probs to 1e-6
+    assert ((ent - ent0).abs() / ent0.clamp(min=1)).max() < 1e-6       # entropies (up to log V = 12) to 1e-6 relative
+    assert lp[~want].abs().sum() == 0 and ent[~want].abs().sum() == 0
+    model.zero_grad(); token_logprobs(model, ids, mask, 0.7, positions=want, chunk=chunk).sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(); (_naive_logprobs(model, ids, mask, want, 0.7)[0].sum()).backward()
+    for g, p in zip(got, model.parameters()):                          # float32 sums over chunks in another order: 1e-4 relative
+        assert (g - p.grad).abs().max() <= 1e-4 * p.grad.abs().max()
