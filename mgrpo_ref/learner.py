@@ -6,14 +6,14 @@
 __all__ = ['make_accelerator', 'all_reduce', 'AgentTrainer']
 
 # %% ../nbs/14_learner.ipynb #0eca9f43
-import dataclasses, math
+import copy, dataclasses, math
 from collections import Counter
 from pathlib import Path
 
 import torch
 
 from .config import AccelConfig, OptimConfig
-from .loss import LossConfig, LossInfo, loss_batch, merge_duplicates, policy_loss_backward
+from .loss import LossConfig, LossInfo, loss_batch, merge_duplicates, policy_loss_backward, reference_logprobs
 from .policy import Policy, TokenLogprobs
 from .rollout import Trajectory
 
@@ -51,6 +51,8 @@ class AgentTrainer:
         if accelerator is not None:
             policy.model.to(device or accelerator.device)
             self.model = accelerator.prepare_model(self.model, device_placement=False)
+        self.reference = None                                 # beta_kl > 0: a frozen copy of the weights the trainer starts from
+        if loss.beta_kl > 0: self.reference = copy.deepcopy(policy.model).eval().requires_grad_(False)
         self.opt = torch.optim.AdamW(policy.model.parameters(), lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
         self.version = 0                                      # optimizer steps taken
         self.skipped = Counter()                              # skipped updates by reason
@@ -71,6 +73,8 @@ class AgentTrainer:
         if trajectories:                                      # a sub-trajectory that alignment repeats is computed once and counted as often
             uniq, uniq_adv, weights = merge_duplicates(trajectories, adv)
             batch = loss_batch(uniq, uniq_adv, self.policy.pad_id, weights)
+            if self.reference is not None:
+                batch = reference_logprobs(self.reference, batch, self.temperature, self.loss_cfg.micro_batch, self.loss_cfg.head_chunk)
         on = batch.loss_mask > 0 if batch is not None else torch.zeros(0, 0, dtype=torch.bool)   # (N, L)
         w = batch.weights if batch is not None else torch.zeros(0)                                  # (N,)
         counts = tuple(int(c) for c in all_reduce(self.acc, [int(w[on.any(1)].sum()), int((w * on.sum(1)).sum())]))  # over every process

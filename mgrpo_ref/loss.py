@@ -207,13 +207,15 @@ def loss_batch(trajectories: list, advantages: torch.Tensor | list[float], pad_i
         b.old_logprobs[i, :n] = torch.tensor(t.logprobs, dtype=torch.float32)
     return b
 
-def reference_logprobs(ref_model, batch: LossBatch, temperature: float = 1.0, micro_batch: int = 16) -> LossBatch:
-    "The batch with the reference model's log-probs filled in (for beta_kl > 0)."
-    ref = torch.zeros(batch.input_ids.shape)                                        # (N, L)
+def reference_logprobs(ref_model, batch: LossBatch, temperature: float = 1.0, micro_batch: int = 16, head_chunk: int = 256) -> LossBatch:
+    "The batch with the reference model's log-probs at its loss tokens filled in (for beta_kl > 0)."
+    dev, ref = next(ref_model.parameters()).device, torch.zeros(batch.input_ids.shape)   # (N, L)
     with torch.no_grad():
         for i in range(0, len(batch), micro_batch):
             mb = batch[i:i + micro_batch]                                            # (b, l), l <= L
-            ref[i:i + micro_batch, :mb.input_ids.shape[1]] = token_logprobs(ref_model, mb.input_ids, mb.attention_mask, temperature).cpu()
+            ref[i:i + micro_batch, :mb.input_ids.shape[1]] = token_logprobs(
+                ref_model, mb.input_ids.to(dev), mb.attention_mask.to(dev), temperature,
+                positions=(mb.loss_mask > 0).to(dev), chunk=head_chunk).cpu()
     return dataclasses.replace(batch, ref_logprobs=ref)
 
 # %% ../nbs/11_loss.ipynb #f6d2a6e5

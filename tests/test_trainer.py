@@ -1,5 +1,5 @@
 "The co-located trainer: config validation, the seam between the sides, skipped updates, every mode, exact resume."
-import copy, json
+import copy, json, math
 
 import pytest
 import torch
@@ -149,3 +149,42 @@ def test_resume_reproduces_uninterrupted_run(world, warm_policies, tmp_path):
     assert [m['step'] for m in b] == [0, 1, 2, 3, 4] and a == b
     s = json.loads((tmp_path / 'cut' / 'summary.json').read_text())
     assert {'eval_accuracy_before', 'eval_accuracy_after', 'steps', 'seconds', 'mode', 'seed'} <= set(s)
+
+
+def _naive_k3_to_reference(model, ref, trajectories) -> float:
+    "Mean over loss tokens of k3 = e^(ref - cur) - (ref - cur) - 1, by full logits and a loop over tokens (the oracle)."
+    terms = []
+    with torch.no_grad():
+        for t in trajectories:
+            ids = torch.tensor([t.input_ids])
+            cur = torch.log_softmax(model(input_ids=ids).logits[0].double(), -1)     # (L, V)
+            old = torch.log_softmax(ref(input_ids=ids).logits[0].double(), -1)       # (L, V)
+            for j, on in enumerate(t.loss_mask):
+                if on: d = float(old[j - 1, t.input_ids[j]] - cur[j - 1, t.input_ids[j]]); terms.append(math.expm1(d) - d)
+    return sum(terms) / len(terms)
+
+
+def test_kl_to_reference_is_real(world, warm):
+    "beta_kl > 0: the trainer keeps a frozen copy of its starting weights and the logged kl_ref is k3 to it, computed naively."
+    pol, start = warm['sub'], copy.deepcopy(warm['sub'].model)
+    tr = AgentTrainer(pol, 'sub', OptimConfig(lr=3e-3), LossConfig(beta_kl=0.5))
+    trainer = Trainer(world, small_cfg(mode='frozen_main'), warm)
+    trainer.sub.run([SubRequest((0, 'q', k, 0), 'Who founded Plibrox Labs?') for k in range(2)])
+    subs, adv = trainer.sub.agent.pop(), torch.tensor([1.0, -1.0])
+    m1 = tr.update(subs, adv)                                      # the policy is its reference: k3 = 0 exactly
+    assert m1['skipped'] is None and m1['kl_ref'] == 0.0
+    after1 = copy.deepcopy(pol.model)
+    m2 = tr.update(subs, adv)                                      # measured before the second step: after1 against start
+    assert m2['kl_ref'] > 0 and m2['kl_ref'] == pytest.approx(_naive_k3_to_reference(after1, start, subs), rel=1e-4)
+    assert all(torch.equal(a, b) for a, b in zip(tr.reference.parameters(), start.parameters()))   # frozen
+    assert not any(p.requires_grad for p in tr.reference.parameters())
+
+
+def test_trainer_runs_with_beta_kl(world, warm):
+    "Two co-located M-GRPO steps with the KL term on both agents: no error, kl_ref logged for both."
+    tr = Trainer(world, small_cfg(steps=2, loss=LossConfig(beta_kl=0.1)), warm)
+    ms = [tr.step(s) for s in range(2)]
+    for r in ('main', 'sub'):
+        assert tr.trainers[r].reference is not None
+        trained = [m for m in ms if m[f'{r}/skipped'] is None]
+        assert trained and all(f'{r}/kl_ref' in m for m in trained)
