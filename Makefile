@@ -9,6 +9,7 @@
 #   make audit       the delegations of mgrpo's and mgrpo_outcome's checkpoints at 100 and 300 steps, audit.* in runs/longer
 #   make docs        copy the experiment's and the ablations' tables and figures into docs/ (shown in the README)
 #   make exercises   check your answers in exercises/mgrpo_exercises.py (EX=path/to/yours.py to check another file)
+#   make notebooks-kernel  every notebook run top to bottom in a Jupyter kernel as a learner would (no IN_TEST, slow cells too), timed
 #   make bench       speed: the GRPO step against TRL's GRPOTrainer, an M-GRPO step by phase, scaling; logs in runs/bench
 # Both create .venv on first use and install the pinned CPU torch before the package.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -20,7 +21,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: exercises install demo world warmstart experiment ablations warmstarts longer audit docs bench test sync notebooks pytest slow smollm2 lab clean
+.PHONY: exercises install demo world warmstart experiment ablations warmstarts longer audit docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -121,6 +122,10 @@ sync: SHELL := /bin/bash
 
 notebooks: $(STAMP)
 	$(BIN)/nbdev-test --n-workers 2 --timing
+
+# "Run All" of every notebook in a real kernel, one at a time, timed (bench/notebooks.py; table in docs/timings.md)
+notebooks-kernel: $(STAMP)
+	$(BIN)/python bench/notebooks.py --out runs/kernel
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider

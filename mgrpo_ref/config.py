@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['MODES', 'OptimConfig', 'DataConfig', 'ModelConfig', 'AccelConfig', 'TrainConfig', 'from_plain', 'parse_overrides',
-           'config_fields']
+           'deep_merge', 'config_fields']
 
 # %% ../nbs/15_config.ipynb #704db41d
 import dataclasses, json, types, typing
@@ -143,10 +143,11 @@ def parse_overrides(text: str | None) -> dict:
         d[leaf] = value
     return out
 
-def _merge(a: dict, b: dict) -> dict:
-    return {**a, **{k: _merge(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v for k, v in b.items()}}
+def deep_merge(a: dict, b: dict) -> dict:
+    "`a` updated with `b`; nested dicts are merged key by key rather than replaced."
+    return {**a, **{k: deep_merge(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v for k, v in b.items()}}
 
 def config_fields(config: str | None = None, overrides: str | None = None) -> dict:
     "The TrainConfig fields of JSON file `config` (none: the defaults) with `overrides` (as `parse_overrides` reads them) merged in."
     d = json.loads(Path(config).read_text()) if config else {}
-    return _merge(d, parse_overrides(overrides))
+    return deep_merge(d, parse_overrides(overrides))

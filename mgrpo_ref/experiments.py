@@ -19,7 +19,7 @@ import pandas as pd
 from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
-from .config import TrainConfig, _merge, config_fields, parse_overrides
+from .config import TrainConfig, deep_merge, config_fields, parse_overrides
 from .trainer import Trainer
 from .warmstart import WarmStartConfig, load_policies, save_policies, shipped_warmstart, warm_start
 from .world import WorldConfig, build_world
@@ -68,7 +68,7 @@ class ExperimentConfig:
 
     def config(self, arm: str, seed: int) -> TrainConfig:
         "The TrainConfig of one run: the shared config, the arm's mode and overrides, the seed."
-        d = _merge(_plain(self.train), parse_overrides(ARMS[arm].overrides))
+        d = deep_merge(_plain(self.train), parse_overrides(ARMS[arm].overrides))
         return TrainConfig.from_dict({**d, 'mode': ARMS[arm].mode, 'seed': seed, 'run': f'{arm}-seed{seed}'})
 
     def runs(self) -> list[tuple[str, int, TrainConfig]]:

@@ -22,7 +22,7 @@ from .learner import AgentTrainer, make_accelerator
 from .policy import Policy
 from .rewards import SubtaskAnswers
 from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, rollout_mgrpo, rollout_single
-from .step import MainSide, SingleSide, SubSide, _mean, _prefixed
+from .step import MainSide, SingleSide, SubSide, mean_or_zero, prefixed
 from .store import MemoryStore, StatsStore
 from .tools import exact_match
 from .world import Question, World, WorldConfig, build_world
@@ -43,8 +43,8 @@ def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, 
             client = sub_client(rc, seed) if sub_client else InProcessSubAgent(policies['sub'], task.toolbox, rc, seed)
             finals, _ = rollout_mgrpo(qs, policies['main'], client, rc, seed=seed)
         gold = {q.qid: q.answer for q in qs}
-        out[name] = _mean([exact_match(t.output, gold[t.key[1]]) for t in finals])
-        out[f'{name}_format_ok'] = _mean([t.format.ok for t in finals])
+        out[name] = mean_or_zero([exact_match(t.output, gold[t.key[1]]) for t in finals])
+        out[f'{name}_format_ok'] = mean_or_zero([t.format.ok for t in finals])
     return out
 
 
@@ -147,11 +147,11 @@ class Trainer:
     def fit(self, progress: bool = True) -> dict:
         "Train for `cfg.steps` steps (from the resumed step); returns the summary."
         c, t0 = self.cfg, time.perf_counter()
-        if self.start == 0: self._log({'step': 0, **_prefixed('eval', self.evaluate())})
+        if self.start == 0: self._log({'step': 0, **prefixed('eval', self.evaluate())})
         for s in tqdm(range(self.start, c.steps), desc=f'{c.mode} seed {c.seed}', initial=self.start, total=c.steps,
                       disable=not progress or not self.is_main):
             m = self.step(s)
-            if (c.eval_every and (s + 1) % c.eval_every == 0) or s + 1 == c.steps: m.update(_prefixed('eval', self.evaluate(s + 1)))
+            if (c.eval_every and (s + 1) % c.eval_every == 0) or s + 1 == c.steps: m.update(prefixed('eval', self.evaluate(s + 1)))
             self._log(m)
             if (c.checkpoint_every and (s + 1) % c.checkpoint_every == 0) or s + 1 == c.steps: self.save_checkpoint(s + 1)
         return self._summary(time.perf_counter() - t0)

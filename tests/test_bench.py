@@ -55,3 +55,14 @@ def test_logprobs_memory_bench_runs():
     "bench/logprobs.py on a small size: every variant runs in its own process and gives the same log-probs (the script asserts it)."
     out = bench('bench/logprobs.py', '--context', '256', '--vocab', '4000', '--chunks', '64,16')
     assert [r['variant'] for r in out['rows']] == ['full', '64', '16'] and all(r['peak_mb'] >= 0 for r in out['rows'])
+
+
+def test_notebooks_kernel_bench_runs(tmp_path):
+    "bench/notebooks.py (`make notebooks-kernel`) on one small notebook: executed copy and times.csv written, nbs/ untouched."
+    before = (ROOT / 'nbs/02_protocol.ipynb').read_bytes()
+    r = subprocess.run([sys.executable, 'bench/notebooks.py', '--only', '02_', '--out', str(tmp_path)], capture_output=True, text=True,
+                       timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = (tmp_path / 'times.csv').read_text().splitlines()
+    assert rows[0] == 'notebook,seconds,ok,error' and rows[1].startswith('02_protocol.ipynb,') and rows[1].endswith(',True,')
+    assert (tmp_path / '02_protocol.ipynb').exists() and (ROOT / 'nbs/02_protocol.ipynb').read_bytes() == before
