@@ -423,6 +423,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.trainer.evaluate_system': ('trainer.html#evaluate_system', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.merge_metrics': ('trainer.html#merge_metrics', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.plot_run': ('trainer.html#plot_run', 'mgrpo_ref/trainer.py'),
+                                   'mgrpo_ref.trainer.publish_checkpoint': ('trainer.html#publish_checkpoint', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.starting_policies': ('trainer.html#starting_policies', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.warm_start_folder': ('trainer.html#warm_start_folder', 'mgrpo_ref/trainer.py')},
             'mgrpo_ref.warmstart': { 'mgrpo_ref.warmstart.WarmStartConfig': ('warmstart.html#warmstartconfig', 'mgrpo_ref/warmstart.py'),

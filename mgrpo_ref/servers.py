@@ -7,7 +7,7 @@ __all__ = ['log', 'TOKEN_BYTES', 'trajectory_to_json', 'trajectory_from_json', '
            'run_sub_server', 'merge_run', 'decoupled', 'trajectory_bytes', 'plot_timeline']
 
 # %% ../nbs/20_servers.ipynb #b45e8264
-import json, logging, multiprocessing, shutil, time
+import json, logging, multiprocessing, time
 from collections import defaultdict
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -24,7 +24,7 @@ from .rewards import SubtaskAnswers
 from .rollout import InProcessSubAgent, RolloutConfig, SubRequest, SubResponse, Trajectory
 from .step import SubSide
 from .store import LocalRedis, RedisStore
-from .trainer import Trainer, plot_run, starting_policies
+from .trainer import Trainer, plot_run, publish_checkpoint, starting_policies
 from .world import World
 
 log = logging.getLogger(__name__)
@@ -141,12 +141,11 @@ class SubServer:
     def save_checkpoint(self) -> None:
         "The policy, its optimizer and the next step under `out/checkpoint` (the main process writes); each process drops its journal of trained steps."
         if self.acc.is_main_process:
-            tmp, final = self.out / 'checkpoint.tmp', self.out / 'checkpoint'
-            shutil.rmtree(tmp, ignore_errors=True)
-            if self.trainer: self.trainer.save(tmp / 'sub')
-            else: self.policy.save(tmp / 'sub')
-            (tmp / 'state.json').write_text(json.dumps({'step': self.next_step}) + '\n')
-            shutil.rmtree(final, ignore_errors=True); tmp.rename(final)
+            def write(folder: Path) -> None:
+                if self.trainer: self.trainer.save(folder / 'sub')
+                else: self.policy.save(folder / 'sub')
+                (folder / 'state.json').write_text(json.dumps({'step': self.next_step}) + '\n')
+            publish_checkpoint(self.out, self.next_step, write)
         self.acc.wait_for_everyone()                       # the checkpoint is complete before any journal goes
         for p in self.journal.glob('step-*.jsonl'):
             if int(p.stem.split('-')[1]) < self.next_step: p.unlink()

@@ -188,3 +188,35 @@ def test_trainer_runs_with_beta_kl(world, warm):
         assert tr.trainers[r].reference is not None
         trained = [m for m in ms if m[f'{r}/skipped'] is None]
         assert trained and all(f'{r}/kl_ref' in m for m in trained)
+
+
+@pytest.mark.parametrize('stage', ['writing', 'before_link', 'link_swap', 'cleanup'])
+def test_a_save_killed_at_any_stage_leaves_a_loadable_checkpoint(world, warm_policies, tmp_path, monkeypatch, stage):
+    "A kill during publish_checkpoint: out/checkpoint is the old complete checkpoint or the new one, and a run resumes from it."
+    import mgrpo_ref.learner, mgrpo_ref.trainer
+    pols = {r: copy.deepcopy(p) for r, p in warm_policies.items()}
+    tr = Trainer(world, small_cfg(mode='frozen_sub'), pols, out=tmp_path)
+    tr.save_checkpoint(1)                                          # the last complete checkpoint: next step 1
+    def kill(*a, **k): raise KeyboardInterrupt(f'killed while saving: {stage}')
+    target = {'writing': (mgrpo_ref.learner.torch, 'save'),        # the optimizer state of the first role: half a version written
+              'before_link': (mgrpo_ref.trainer.os, 'symlink'), 'link_swap': (mgrpo_ref.trainer.os, 'replace'),
+              'cleanup': (mgrpo_ref.trainer.shutil, 'rmtree')}[stage]
+    with monkeypatch.context() as m:
+        m.setattr(*target, kill)
+        with pytest.raises(KeyboardInterrupt): tr.save_checkpoint(2)
+    state = json.loads((tmp_path / 'checkpoint' / 'state.json').read_text())
+    assert state['step'] == (2 if stage == 'cleanup' else 1)     # the swap is the one moment the checkpoint changes
+    again = Trainer(world, small_cfg(mode='frozen_sub'), {r: copy.deepcopy(p) for r, p in warm_policies.items()}, out=tmp_path, resume=True)
+    assert again.start == state['step']
+    tr.save_checkpoint(3)                                          # the next save cleans up whatever the kill left
+    assert len(list(tmp_path.glob('checkpoint-*'))) == 1 and not (tmp_path / 'checkpoint.new').exists()
+
+
+def test_a_run_saved_before_versioned_checkpoints_migrates(world, warm_policies, tmp_path):
+    "An older run's checkpoint/ folder (not a link) is kept as a version and replaced by the link at the next save."
+    tr = Trainer(world, small_cfg(mode='frozen_sub'), {r: copy.deepcopy(p) for r, p in warm_policies.items()}, out=tmp_path)
+    tr.save_checkpoint(1)
+    real = tmp_path / 'checkpoint'; target = real.resolve(); real.unlink(); target.rename(real)   # as an older version wrote it
+    assert real.is_dir() and not real.is_symlink()
+    tr.save_checkpoint(2)
+    assert (tmp_path / 'checkpoint').is_symlink() and json.loads((tmp_path / 'checkpoint/state.json').read_text())['step'] == 2
