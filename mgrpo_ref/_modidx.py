@@ -285,6 +285,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.rollout.turn_seed': ('rollout.html#turn_seed', 'mgrpo_ref/rollout.py')},
             'mgrpo_ref.servers': { 'mgrpo_ref.servers.SubServer': ('servers.html#subserver', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers.SubServer.__init__': ('servers.html#subserver.__init__', 'mgrpo_ref/servers.py'),
+                                   'mgrpo_ref.servers.SubServer._answered': ('servers.html#subserver._answered', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers.SubServer._journal': ('servers.html#subserver._journal', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers.SubServer._resume': ('servers.html#subserver._resume', 'mgrpo_ref/servers.py'),
                                    'mgrpo_ref.servers.SubServer._timeline': ('servers.html#subserver._timeline', 'mgrpo_ref/servers.py'),

@@ -61,6 +61,7 @@ class SubServer:
         self.next_step, self.pending = 0, []          # steps trained so far; delegations waiting for a newer policy
         self.journal = self.out / 'journal' / (f'process{acc.process_index}' if acc.num_processes > 1 else '')  # each process's own
         self.journal.mkdir(parents=True, exist_ok=True)
+        self.answered, self.duplicates = set(), 0      # delegation ids answered in this run (kept on disk); copies dropped
         if resume: self._resume()
         elif (self.out / 'metrics.jsonl').exists(): raise FileExistsError(f"{str(self.out)!r} already holds a sub server run: resume it or choose another folder")
 
@@ -114,11 +115,16 @@ class SubServer:
             left = [(t, m) for t, m in self.store.in_flight(taken, REQUEST_FIELDS, frozenset(held.values()))   # a crash's leftovers
                     if m['id'] not in held]
             for t, m in left + self.store.take(q, taken, n=256, timeout=0 if left else poll, required=REQUEST_FIELDS):
-                if m['id'] not in held: held[m['id']] = t; self.pending.append(m)
+                if m['id'] in held or m['id'] in self.answered:   # a copy (a retried push): never run twice
+                    log.warning("dropped a copy of delegation %s (%s)", m['id'], 'answered already' if m['id'] in self.answered else 'held')
+                    self.duplicates += 1; self.store.done(taken, t)     # one entry of that text goes; a held original's stays
+                    continue
+                held[m['id']] = t; self.pending.append(m)
             ready = [m for m in self.pending if m['need'] <= self.next_step]
             self.pending = [m for m in self.pending if m['need'] > self.next_step]
             if ready:
                 self.answer(ready); last = time.monotonic()
+                self._answered([m['id'] for m in ready])  # after the replies are in the store, before the messages are done
                 for m in ready: self.store.done(taken, held.pop(m['id']))
             if self.next_step < self.cfg.steps and self.store.step_finished(self.cfg.run, self.next_step):
                 self.train_step(); last = time.monotonic()
@@ -128,6 +134,10 @@ class SubServer:
                 raise TimeoutError(f"sub server: no delegation and no finished step for {idle_timeout} s (step {self.next_step})")
 
     # -- its own disk: journal, checkpoint, timeline -------------------------------------------------------
+    def _answered(self, ids: list[str]) -> None:
+        self.answered.update(ids)
+        with open(self.journal / 'answered.txt', 'a') as f: f.write(''.join(i + '\n' for i in ids))
+
     def _journal(self, trajs: list[Trajectory]) -> None:
         by_step = defaultdict(list)
         for t in trajs: by_step[t.key[0]].append(trajectory_to_json(t))
@@ -159,6 +169,7 @@ class SubServer:
         for p in sorted(self.journal.glob('step-*.jsonl')):          # the steps since: trained again from the journal
             for line in p.read_text().splitlines():
                 t = trajectory_from_json(line); self.side.agent.cache[t.key] = t
+        if (self.journal / 'answered.txt').exists(): self.answered = set((self.journal / 'answered.txt').read_text().split())
         if (self.out / 'metrics.jsonl').exists() and self.acc.is_main_process:
             lines = [l for l in (self.out / 'metrics.jsonl').read_text().splitlines() if json.loads(l)['step'] <= self.next_step]
             (self.out / 'metrics.jsonl').write_text(''.join(l + '\n' for l in lines))

@@ -219,3 +219,41 @@ def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path):
         p2 = torch.cat([p.flatten() for p in Policy.load(two_ck).model.parameters()])
         p1 = torch.cat([p.flatten() for p in Policy.load(tmp_path / f'one/checkpoint/{role}').model.parameters()])
         assert (p2 - p1).abs().max() < 1e-5, (role, float((p2 - p1).abs().max()))
+
+
+def test_duplicate_delegations_early_and_late_run_once(start, world, tmp_path, monkeypatch, capfd):
+    "Every delegation is pushed twice at once (early) and again two steps later (late, after its step trained): none runs twice."
+    import torch
+    torch.set_num_threads(1)
+    cfg = config()
+    seen, pushed = [], {'early': 0, 'late': 0}
+    orig = RedisStore.push
+    def push_with_copies(self, name, msg):                           # the main server's pushes, in this process
+        n = orig(self, name, msg)
+        if not name.endswith(':delegations') or not msg.get('cache'): return n
+        orig(self, name, msg); pushed['early'] += 1                  # a retried push while the first is held
+        step = max(r['key'][0] for r in msg['requests'])
+        for old in [m for m in seen if max(r['key'][0] for r in m['requests']) <= step - 2]:
+            orig(self, name, old); pushed['late'] += 1; seen.remove(old)   # long after it was answered and trained on
+        seen.append(msg)
+        return n
+    with LocalRedis(tmp_path / 'redis') as redis:
+        sub = spawn(servers.run_sub_server, cfg, redis.url, tmp_path / 'run/sub_server', start, threads=1)
+        monkeypatch.setattr(RedisStore, 'push', push_with_copies)
+        servers.run_main_server(cfg, redis.url, tmp_path / 'run', start, threads=1, progress=False)
+        monkeypatch.undo()
+        sub.join(300)
+        assert sub.exitcode == 0
+    assert pushed['early'] > 0 and pushed['late'] > 0
+    err = capfd.readouterr().err
+    assert err.count('dropped a copy of delegation') == pushed['early'] + pushed['late'], (err.count('dropped a copy'), pushed)
+    answered = (tmp_path / 'run/sub_server/journal/answered.txt').read_text().split()
+    assert len(answered) == len(set(answered)) > 0                   # each delegation answered once
+    assert [m['step'] for m in lines(tmp_path / 'run/sub_server/metrics.jsonl')] == [1, 2, 3, 4]
+    from mgrpo_ref.warmstart import load_policies
+    colo = Trainer(world, cfg, load_policies(start, ('main', 'sub')))
+    colo.fit(progress=False)
+    for role, path in (('main', 'run/checkpoint/main'), ('sub', 'run/sub_server/checkpoint/sub')):   # training unaffected
+        got = Policy.load(tmp_path / path)
+        diff = max((p - q).abs().max().item() for p, q in zip(colo.policies[role].model.parameters(), got.model.parameters()))
+        assert diff <= 1e-6, (role, diff)
