@@ -49,6 +49,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.channel.reply_key': ('channel.html#reply_key', 'mgrpo_ref/channel.py'),
                                    'mgrpo_ref.channel.taken_key': ('channel.html#taken_key', 'mgrpo_ref/channel.py')},
             'mgrpo_ref.cli': { 'mgrpo_ref.cli._check_redis': ('cli.html#_check_redis', 'mgrpo_ref/cli.py'),
+                               'mgrpo_ref.cli._redis_url': ('cli.html#_redis_url', 'mgrpo_ref/cli.py'),
                                'mgrpo_ref.cli._server_config': ('cli.html#_server_config', 'mgrpo_ref/cli.py'),
                                'mgrpo_ref.cli._train_config': ('cli.html#_train_config', 'mgrpo_ref/cli.py'),
                                'mgrpo_ref.cli._type_name': ('cli.html#_type_name', 'mgrpo_ref/cli.py'),

@@ -7,7 +7,7 @@ __all__ = ['CONFIGS', 'ENTRY_POINT', 'config_rows', 'config_reference', 'configs
            'mgrpo_train', 'mgrpo_decoupled', 'mgrpo_main_server', 'mgrpo_sub_server']
 
 # %% ../nbs/22_cli.ipynb #57f35484
-import dataclasses, json, re, typing
+import dataclasses, json, os, re, typing
 from dataclasses import asdict
 from pathlib import Path
 
@@ -173,7 +173,7 @@ def mgrpo_train(
 # %% ../nbs/22_cli.ipynb #d5a50258
 def _check_redis(url: str | None) -> None:
     "Fail at start, with a clear message, on a missing or bad Redis URL, an absent server or a wrong password."
-    if not url: raise ValueError("--redis-url is needed: redis://[:password@]host:port/db of the Redis both servers share")
+    if not url: raise ValueError("--redis-url or MGRPO_REDIS_URL is needed: redis://[:password@]host:port/db of the Redis both servers share")
     RedisStore(url).close()
 
 def _train_config(config, set, mode, seed, steps, run, world_seed) -> TrainConfig:
@@ -183,6 +183,10 @@ def _train_config(config, set, mode, seed, steps, run, world_seed) -> TrainConfi
     cfg = TrainConfig.from_dict(d)
     load_task(cfg.data)                                  # the dataset files and the retriever's address are checked now
     return cfg
+
+def _redis_url(arg: str | None) -> str | None:
+    "--redis-url, else the MGRPO_REDIS_URL environment variable (so that a password need not be in argv, where `ps` shows it)."
+    return arg or os.environ.get('MGRPO_REDIS_URL') or None
 
 def _server_config(role: str, redis_url, checkpoint, resume, *fields) -> tuple[TrainConfig, str | Path | None]:
     "A server's config and starting checkpoint (default: the shipped warm start), and its Redis, checked before anything loads; a SystemExit naming the command otherwise."
@@ -205,13 +209,14 @@ def mgrpo_decoupled(
     out: str = 'runs/decoupled',    # run directory (the sub server writes OUT/sub_server)
     checkpoint: str = None,         # folder with the starting policies (main/ and sub/); default: the shipped warm start
     warmstart_steps: int = None,    # warm-start fresh policies with this many SFT steps per role instead of the shipped ones
-    redis_url: str = None,          # redis://[:password@]host:port/db of a running Redis (default: a private one on loopback)
+    redis_url: str = None,          # redis://[:password@]host:port/db of a running Redis, or MGRPO_REDIS_URL (default: a private one)
     max_lag: int = 0,               # steps the sub-agent may lag behind the main agent (0: synchronous, as co-located)
     threads: int = None,            # torch threads per server (default: torch's)
     world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
     quiet: bool = False,            # no progress bar
 ):
     "Train M-GRPO with the main agent and the sub-agent on two servers that share only statistics through Redis."
+    redis_url = _redis_url(redis_url)
     try:
         cfg = _train_config(config, set, mode, seed, steps, None, world_seed)
         if checkpoint and not Path(checkpoint).is_dir(): raise FileNotFoundError(f"--checkpoint {checkpoint!r} is not a folder")
@@ -225,7 +230,7 @@ def mgrpo_decoupled(
 
 @call_parse
 def mgrpo_main_server(
-    redis_url: str = None,          # redis://[:password@]host:port/db shared with the sub server (required)
+    redis_url: str = None,          # redis://[:password@]host:port/db shared with the sub server (required; or MGRPO_REDIS_URL)
     checkpoint: str = None,         # folder with the starting main policy (main/); default: the shipped warm start
     run: str = None,                # the run's name in Redis (the sub server must use the same)
     config: str = None,             # JSON file of TrainConfig fields (the same as the sub server's)
@@ -243,13 +248,14 @@ def mgrpo_main_server(
     quiet: bool = False,            # no progress bar
 ):
     "The main agent's server: rollouts, R_M, the statistics records, the main agent's updates; delegations go to the sub server."
+    redis_url = _redis_url(redis_url)
     cfg, checkpoint = _server_config('main', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
     summary = run_main_server(cfg, redis_url, out, checkpoint, resume, threads, max_lag, timeout, on_timeout, not quiet)
     if summary is not None: print(json.dumps(summary))
 
 @call_parse
 def mgrpo_sub_server(
-    redis_url: str = None,          # redis://[:password@]host:port/db shared with the main server (required)
+    redis_url: str = None,          # redis://[:password@]host:port/db shared with the main server (required; or MGRPO_REDIS_URL)
     checkpoint: str = None,         # folder with the starting sub policy (sub/); default: the shipped warm start
     run: str = None,                # the run's name in Redis (the main server's)
     config: str = None,             # JSON file of TrainConfig fields (the same as the main server's)
@@ -263,5 +269,6 @@ def mgrpo_sub_server(
     world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
 ):
     "The sub-agent's server: answers delegations, joins the statistics with its sub-trajectories, aligns and trains."
+    redis_url = _redis_url(redis_url)
     cfg, checkpoint = _server_config('sub', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
     run_sub_server(cfg, redis_url, out, checkpoint, resume, threads)

@@ -7,7 +7,7 @@ __all__ = ['Key', 'SCALARS', 'MAX_MESSAGE_BYTES', 'log', 'encode_record', 'decod
            'encode_message', 'decode_message', 'redis_binary', 'free_port', 'LocalRedis', 'RedisStore']
 
 # %% ../nbs/18_store.ipynb #ba376346
-import importlib.util, json, logging, re, shutil, socket, subprocess, tempfile, threading, time
+import importlib.util, json, logging, os, re, secrets, shutil, socket, subprocess, tempfile, threading, time
 from pathlib import Path
 from typing import Protocol
 
@@ -117,24 +117,27 @@ def free_port() -> int:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 class LocalRedis:
-    "A private `redis-server` on a free loopback port that persists every write in `dir`; a context manager."
+    "A private `redis-server` on a free loopback port, behind a password (random unless given), that persists every write in `dir`; a context manager."
     def __init__(self, dir: str | Path | None = None, port: int | None = None, password: str | None = None,
                  binary: str | None = None):
         self._tmp = tempfile.TemporaryDirectory(prefix='mgrpo-redis-') if dir is None else None
         self.dir = Path(self._tmp.name if dir is None else dir)
-        self.port, self.password, self.binary = port or free_port(), password, binary or redis_binary()
+        self.password = password or secrets.token_hex(16)      # other local users cannot write delegations or records
+        self.port, self.binary = port or free_port(), binary or redis_binary()
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://{f':{self.password}@' if self.password else ''}127.0.0.1:{self.port}/0"
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> 'LocalRedis':
         "Start the server (again after `stop` or `kill`: same port, same data) and wait until it answers."
         self.dir.mkdir(parents=True, exist_ok=True)
-        args = [self.binary, '--port', str(self.port), '--bind', '127.0.0.1', '--dir', str(self.dir.resolve()),
+        conf = self.dir / 'redis.conf'                              # the password in a file only its owner reads, not in argv
+        conf.touch(mode=0o600); conf.chmod(0o600)
+        conf.write_text(f'requirepass "{self.password}"\n')
+        args = [self.binary, str(conf.resolve()), '--port', str(self.port), '--bind', '127.0.0.1', '--dir', str(self.dir.resolve()),
                 '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--logfile', str((self.dir / 'redis.log').resolve())]
-        if self.password: args += ['--requirepass', self.password]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(host='127.0.0.1', port=self.port, password=self.password, socket_connect_timeout=0.5)
         deadline = time.monotonic() + timeout

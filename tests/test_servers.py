@@ -1,5 +1,5 @@
 "Decoupled training against a real redis-server: faults (Redis restart, sub server killed), bad messages, auth, what crosses."
-import json, multiprocessing, re, subprocess, sys, threading, time
+import json, multiprocessing, os, re, subprocess, sys, threading, time
 from pathlib import Path
 
 import pytest
@@ -178,8 +178,9 @@ def test_the_two_server_commands_train_together(start, tmp_path):
     with LocalRedis(tmp_path / 'redis', password='pw') as redis:
         sub = subprocess.Popen([bin_ / 'mgrpo-sub-server', '--redis-url', redis.url, '--checkpoint', str(start),
                                 '--out', str(tmp_path / 'r1-sub'), *small], stderr=subprocess.PIPE, text=True)
-        main = subprocess.run([bin_ / 'mgrpo-main-server', '--redis-url', redis.url, '--checkpoint', str(start), '--quiet',
-                               '--out', str(tmp_path / 'r1'), *small], capture_output=True, text=True, timeout=300)
+        main = subprocess.run([bin_ / 'mgrpo-main-server', '--checkpoint', str(start), '--quiet',   # the URL from the environment
+                               '--out', str(tmp_path / 'r1'), *small], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, 'MGRPO_REDIS_URL': redis.url})
         assert main.returncode == 0, main.stderr[-2000:]
         assert sub.wait(60) == 0, sub.stderr.read()[-2000:]
     assert json.loads(main.stdout.strip().splitlines()[-1])['steps'] == 2

@@ -69,3 +69,16 @@ def test_local_redis_restarts_on_the_same_port_with_its_data(tmp_path):
         assert rs.get('mgrpo:r:k') == {'v': 1}
         rs.close()
     assert server.proc.poll() is not None
+
+
+def test_default_local_redis_refuses_a_client_without_its_password(tmp_path):
+    "LocalRedis requires a random password by default, given to redis-server in a 0600 file, never in its argv."
+    import os, redis
+    from pathlib import Path
+    with LocalRedis(tmp_path) as server:
+        with pytest.raises(redis.AuthenticationError): redis.Redis(host='127.0.0.1', port=server.port).ping()
+        assert len(server.password) >= 32 and server.password in server.url
+        assert server.password not in Path(f'/proc/{server.proc.pid}/cmdline').read_text()
+        assert oct(os.stat(tmp_path / 'redis.conf').st_mode & 0o777) == '0o600'
+        assert RedisStore(server.url).r.ping()
+    assert LocalRedis(tmp_path / 'b').password != LocalRedis(tmp_path / 'c').password
