@@ -267,8 +267,10 @@ def mgrpo_sub_server(
     resume: bool = False,           # continue from the checkpoint in --out (and its journal)
     threads: int = None,            # torch threads
     world_seed: int = None,         # seed of the built-in world (TrainConfig.data.world_seed)
+    idle_timeout: float = 1800.0,   # stop with an error after this many seconds without a delegation or a finished step (a main server that is gone)
 ):
     "The sub-agent's server: answers delegations, joins the statistics with its sub-trajectories, aligns and trains."
     redis_url = _redis_url(redis_url)
     cfg, checkpoint = _server_config('sub', redis_url, checkpoint, resume, config, set, mode, seed, steps, run, world_seed)
-    run_sub_server(cfg, redis_url, out, checkpoint, resume, threads)
+    if idle_timeout <= 0: raise SystemExit(f"mgrpo-sub-server: --idle-timeout must be > 0, got {idle_timeout}")
+    run_sub_server(cfg, redis_url, out, checkpoint, resume, threads, idle_timeout)

@@ -7,7 +7,7 @@ __all__ = ['Key', 'SCALARS', 'MAX_MESSAGE_BYTES', 'log', 'encode_record', 'decod
            'encode_message', 'decode_message', 'redis_binary', 'free_port', 'LocalRedis', 'RedisStore']
 
 # %% ../nbs/18_store.ipynb #ba376346
-import importlib.util, json, logging, os, re, secrets, shutil, socket, subprocess, tempfile, threading, time
+import importlib.util, json, logging, os, re, secrets, shutil, signal, socket, subprocess, tempfile, threading, time
 from pathlib import Path
 from typing import Protocol
 
@@ -116,6 +116,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
+def _die_with_parent() -> None:
+    "In a child before it execs (Linux): SIGTERM it when the process that started it dies, even by SIGKILL; elsewhere nothing."
+    try:
+        import ctypes, ctypes.util
+        ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6', use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError): pass
+
 class LocalRedis:
     "A private `redis-server` on a free loopback port, behind a password (random unless given), that persists every write in `dir`; a context manager."
     def __init__(self, dir: str | Path | None = None, port: int | None = None, password: str | None = None,
@@ -138,7 +145,7 @@ class LocalRedis:
         conf.write_text(f'requirepass "{self.password}"\n')
         args = [self.binary, str(conf.resolve()), '--port', str(self.port), '--bind', '127.0.0.1', '--dir', str(self.dir.resolve()),
                 '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--logfile', str((self.dir / 'redis.log').resolve())]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         client = redis.Redis(host='127.0.0.1', port=self.port, password=self.password, socket_connect_timeout=0.5)
         deadline = time.monotonic() + timeout
         try:

@@ -258,3 +258,48 @@ def test_duplicate_delegations_early_and_late_run_once(start, world, tmp_path, m
         got = Policy.load(tmp_path / path)
         diff = max((p - q).abs().max().item() for p, q in zip(colo.policies[role].model.parameters(), got.model.parameters()))
         assert diff <= 1e-6, (role, diff)
+
+
+def alive(pid: int) -> bool:
+    "Running (a zombie, dead but not yet reaped by its new parent, counts as gone)."
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (FileNotFoundError, ProcessLookupError): return False
+
+
+def children(pid: int) -> list[int]:
+    r = subprocess.run(['pgrep', '-P', str(pid)], capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split()]
+
+
+@pytest.mark.parametrize('sig', ['SIGTERM', 'SIGINT', 'SIGKILL'])
+def test_a_signal_to_mgrpo_decoupled_leaves_no_process(start, tmp_path, sig):
+    "SIGTERM or SIGINT: the launcher stops both servers and Redis and exits; SIGKILL: the servers and Redis notice and exit."
+    import signal
+    out = tmp_path / 'run'
+    p = subprocess.Popen([Path(sys.executable).parent / 'mgrpo-decoupled', '--checkpoint', str(start), '--steps', '50', '--threads', '1',
+                          '--set', 'questions_per_step=2,rollout.k=2,eval_every=0,eval_questions=2,eval_samples=1', '--quiet', '--out', str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(lines(out / 'sub_server/metrics.jsonl')) >= 1, what='a trained step')   # both servers at work
+        kids = children(p.pid)
+        assert len(kids) >= 3, kids                                    # redis-server and the two servers
+        t0 = time.monotonic(); p.send_signal(getattr(signal, sig))
+        p.wait(30)
+        wait_for(lambda: not any(alive(k) for k in kids), timeout=15, what=f'the launcher\'s children to stop after {sig}')
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None: p.kill()
+    assert p.returncode != 0 and took < 15, (p.returncode, took)
+    if sig != 'SIGKILL': assert f'{sig}: stopping both servers' in p.stderr.read()
+    assert subprocess.run(['pgrep', '-f', str(out)], capture_output=True).stdout == b''   # redis-server (its --dir) gone too
+
+
+def test_a_sub_server_alone_stops_after_its_idle_timeout(start, tmp_path):
+    "No main server ever comes: the sub server stops after --idle-timeout with a message that says what is missing."
+    with LocalRedis(tmp_path / 'redis') as redis:
+        t0 = time.monotonic()
+        r = subprocess.run([Path(sys.executable).parent / 'mgrpo-sub-server', '--checkpoint', str(start), '--run', 'alone',
+                            '--idle-timeout', '3', '--threads', '1', '--out', str(tmp_path / 'sub')], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, 'MGRPO_REDIS_URL': redis.url})
+    assert r.returncode != 0 and "no delegation and no finished step for 3.0 s" in r.stderr
+    assert "is the main server of run 'alone' gone? Stopping." in r.stderr
