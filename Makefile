@@ -96,6 +96,8 @@ docs: runs/experiment/results.md
 	test ! -f runs/longer/longer.md || cp runs/longer/longer.* runs/longer/longer_diagnostics.png runs/longer/longer_steps.csv docs/
 	test ! -f runs/longer/audit.md || cp runs/longer/audit.csv runs/longer/audit.md docs/
 	test ! -f runs/bench_decoupled/timeline.png || cp runs/bench_decoupled/timeline.png docs/
+	test ! -f runs/warmstarts/warmstarts.md || cp runs/warmstarts/warmstarts.csv runs/warmstarts/warmstarts.md docs/
+	for w in 1 2; do test ! -f runs/warmstart-seed$$w/experiment/results.md || cp runs/warmstart-seed$$w/experiment/results.md docs/warmstart-seed$$w.md; done
 
 # the README's speed figures (bench/RESULTS.md has the full tables); run nothing else meanwhile: the machine is the instrument
 bench: $(STAMP) $(WARM)
