@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['log', 'TOKEN_BYTES', 'trajectory_to_json', 'trajectory_from_json', 'SubServer', 'main_server', 'exit_with_parent',
-           'run_main_server', 'run_sub_server', 'merge_run', 'decoupled', 'trajectory_bytes', 'plot_timeline']
+           'write_rejected', 'run_main_server', 'run_sub_server', 'merge_run', 'decoupled', 'trajectory_bytes',
+           'plot_timeline']
 
 # %% ../nbs/20_servers.ipynb #b45e8264
 import json, logging, multiprocessing, os, signal, threading, time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .channel import REQUEST_FIELDS, RemoteSubAgent, main_finished, mark_main_finished, queue_key, reply_key, taken_key
+from .channel import Delegation, RemoteSubAgent, main_finished, mark_main_finished, queue_key, reply_key, taken_key
 from .config import TrainConfig
 from .data import Task, load_task
 from .learner import AgentTrainer, make_accelerator
@@ -69,16 +70,13 @@ class SubServer:
     def version(self) -> int: return self.trainer.version if self.trainer else 0
 
     def answer(self, msgs: list[dict]) -> None:
-        "Answer delegation messages, every group of the same sampling in one batched generation call."
+        "Answer delegation messages (each a valid `Delegation`: the store checked it), every group of the same sampling in one batched generation call."
         groups = defaultdict(list)
-        for m in msgs: groups[(m['seed'], json.dumps(m['sampling'], sort_keys=True), bool(m['cache']))].append(m)
+        for m in msgs: groups[(m['seed'], json.dumps(m['sampling'], sort_keys=True), m['cache'])].append(m)
         t0 = time.time()
         for (seed, sampling, cache), ms in groups.items():
-            try:
-                reqs = [SubRequest(tuple(r['key']), str(r['task'])) for m in ms for r in m['requests']]
-                sc = SamplingConfig(**json.loads(sampling))
-            except (TypeError, KeyError, ValueError) as e:
-                log.error("rejected %d delegation message(s) %s: %s", len(ms), [m['id'] for m in ms], e); continue
+            reqs = [SubRequest(tuple(r['key']), r['task']) for m in ms for r in m['requests']]
+            sc = SamplingConfig(**json.loads(sampling))
             if cache and seed == self.cfg.seed and sc == self.cfg.rollout.sub_sampling:
                 new = [r for r in reqs if r.key not in self.side.agent.cache]        # a request asked again is answered from the cache
                 self.side.run(new)
@@ -89,7 +87,7 @@ class SubServer:
                 agent = InProcessSubAgent(self.policy, self.toolbox, replace(self.cfg.rollout, sub_sampling=sc), seed)
                 got = {r.key: r for r in agent.run(reqs)}
             for m in ms:
-                self.store.put(reply_key(self.store, self.cfg.run, m['id']),
+                self.store.push(reply_key(self.store, self.cfg.run, m['id']),
                                {'id': m['id'], 'sub_version': self.version, 'sub_steps': self.next_step,
                                 'responses': [{'key': r['key'], 'report': got[tuple(r['key'])].report,
                                                'format_ok': got[tuple(r['key'])].format_ok} for r in m['requests']]})
@@ -112,9 +110,9 @@ class SubServer:
         q, taken, last = queue_key(self.store, self.cfg.run), taken_key(self.store, self.cfg.run, self.acc.process_index), time.monotonic()
         held = {}                                     # id -> text of the messages taken and not yet answered
         while True:
-            left = [(t, m) for t, m in self.store.in_flight(taken, REQUEST_FIELDS, frozenset(held.values()))   # a crash's leftovers
+            left = [(t, m) for t, m in self.store.in_flight(taken, Delegation, frozenset(held.values()))   # a crash's leftovers
                     if m['id'] not in held]
-            for t, m in left + self.store.take(q, taken, n=256, timeout=0 if left else poll, required=REQUEST_FIELDS):
+            for t, m in left + self.store.take(q, taken, n=256, timeout=0 if left else poll, schema=Delegation):
                 if m['id'] in held or m['id'] in self.answered:   # a copy (a retried push): never run twice
                     log.warning("dropped a copy of delegation %s (%s)", m['id'], 'answered already' if m['id'] in self.answered else 'held')
                     self.duplicates += 1; self.store.done(taken, t)     # one entry of that text goes; a held original's stays
@@ -198,6 +196,12 @@ def exit_with_parent(parent: int, role: str, every: float = 0.5) -> None:
         log.error("%s: the process that started it (pid %d) is gone; stopping", role, parent); os._exit(3)
     threading.Thread(target=watch, daemon=True, name='exit-with-parent').start()
 
+def write_rejected(store: RedisStore, out: Path, process: int = 0) -> None:
+    "What a server's store rejected (malformed messages, records and markers, by kind), in `out/rejected.json` (`rejected-<process>.json` on the others)."
+    name = 'rejected.json' if process == 0 else f'rejected-{process}.json'
+    out.mkdir(parents=True, exist_ok=True); (out / name).write_text(json.dumps(dict(store.rejected), sort_keys=True) + '\n')
+    if store.rejected: log.warning("rejected and dropped: %s", dict(store.rejected))
+
 def run_main_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint: str | Path | None = None, resume: bool = False,
                     threads: int | None = None, max_lag: int = 0, timeout: float = 600.0,
                     on_timeout: str = 'fail', progress: bool = True, parent: int | None = None) -> dict:
@@ -207,9 +211,11 @@ def run_main_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoin
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = _server_policy(cfg, 'main', checkpoint, out, resume)
     trainer = main_server(task, cfg, policy, store, out, resume, max_lag, timeout, on_timeout)
-    summary = trainer.fit(progress)
-    trainer.acc.wait_for_everyone()                       # every process is done with the sub server, evaluations included
-    if trainer.is_main: mark_main_finished(store, cfg.run)
+    try:
+        summary = trainer.fit(progress)
+        trainer.acc.wait_for_everyone()                   # every process is done with the sub server, evaluations included
+        if trainer.is_main: mark_main_finished(store, cfg.run)
+    finally: write_rejected(store, out, trainer.acc.process_index)
     store.close()
     return summary if trainer.is_main else None
 
@@ -220,7 +226,9 @@ def run_sub_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint
     if threads: torch.set_num_threads(threads)
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = _server_policy(cfg, 'sub', checkpoint, out, resume)
-    SubServer(task, cfg, policy, store, out, resume).serve(idle_timeout=idle_timeout)
+    server = SubServer(task, cfg, policy, store, out, resume)
+    try: server.serve(idle_timeout=idle_timeout)
+    finally: write_rejected(store, out, server.acc.process_index)
     store.close()
 
 # %% ../nbs/20_servers.ipynb #1737bc54

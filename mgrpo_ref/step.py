@@ -16,6 +16,7 @@ from .learner import AgentTrainer, all_reduce
 from .policy import Policy
 from .rewards import SubtaskAnswers, score_mains, score_subs
 from .rollout import InProcessSubAgent, SubAgentClient, Trajectory, rollout_mgrpo, rollout_single
+from .channel import Record
 from .store import StatsStore
 from .tools import Toolbox
 from .world import Question
@@ -91,7 +92,7 @@ class SubSide:
 
     def step(self, step: int, timeout: float = 600.0) -> dict:
         cfg, t0 = self.cfg, time.perf_counter()
-        records = self.store.get_records(cfg.run, step, timeout)
+        records = self.store.get_records(cfg.run, step, timeout, schema=Record)   # each checked: types, ranges (19_channel)
         subs = self.agent.pop([k for k in list(self.agent.cache) if k[0] == step])
         gen, self.agent.stats = self.agent.stats, Counter()     # the sub-agent's sampling and tool seconds since the last step
         rewards = self._everyones(dict(zip([s.key for s in subs], score_subs(subs, records, cfg.reward, self.expert))))
