@@ -93,10 +93,11 @@ def main_finished(store: RedisStore, run: str) -> bool: return store.exists(fini
 class RemoteSubAgent:
     "The main server's `SubAgentClient`: a round of delegations goes to the sub server as one message; its reply comes back."
     def __init__(self, store: RedisStore, run: str, sampling: SamplingConfig, seed: int, need: int | None = None,
-                 max_lag: int = 0, timeout: float = 600.0, on_timeout: str = 'fail', main_version=lambda: 0):
+                 max_lag: int = 0, timeout: float = 600.0, on_timeout: str = 'fail', main_version=lambda: 0, stop=None):
+        "`stop`: a `threading.Event`; once set, a wait for a reply raises `Stopped` (the main server was asked to stop)."
         if on_timeout not in ('fail', 'resend'): raise ValueError(f"on_timeout must be 'fail' or 'resend', got {on_timeout!r}")
         self.store, self.run_id, self.sampling, self.seed, self.need = store, run, sampling, seed, need
-        self.max_lag, self.timeout, self.on_timeout, self.main_version = max_lag, timeout, on_timeout, main_version
+        self.max_lag, self.timeout, self.on_timeout, self.main_version, self.stop = max_lag, timeout, on_timeout, main_version, stop
         self.rounds: list[dict] = []                  # training rounds since `pop_metrics`: lag, sub version, bytes
 
     def run(self, requests: list[SubRequest]) -> list[SubResponse]:
@@ -108,7 +109,7 @@ class RemoteSubAgent:
         q, rk = queue_key(self.store, self.run_id), reply_key(self.store, self.run_id, msg['id'])
         sent = self.store.push(q, msg)
         while True:                                    # a malformed reply, or one to another delegation: rejected, waited past
-            try: reply = self.store.pop(rk, timeout=self.timeout, schema=Reply)
+            try: reply = self.store.pop(rk, timeout=self.timeout, schema=Reply, stop=self.stop)
             except TimeoutError:
                 what = (f"the sub server did not answer delegation {msg['id']} (step {requests[0].key[0]}, {len(requests)} tasks) "
                         f"within {self.timeout} s: is mgrpo-sub-server running for run {self.run_id!r} on {self.store.url}?")

@@ -4,12 +4,13 @@
 
 # %% auto #0
 __all__ = ['log', 'TOKEN_BYTES', 'trajectory_to_json', 'trajectory_from_json', 'SubServer', 'main_server', 'exit_with_parent',
-           'write_rejected', 'run_main_server', 'run_sub_server', 'merge_run', 'decoupled', 'trajectory_bytes',
-           'plot_timeline']
+           'stop_on_signals', 'write_rejected', 'run_main_server', 'run_sub_server', 'merge_run', 'decoupled',
+           'trajectory_bytes', 'plot_timeline']
 
 # %% ../nbs/20_servers.ipynb #b45e8264
 import json, logging, multiprocessing, os, signal, threading, time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from .protocol import FormatCheck, ParsedTurn
 from .rewards import SubtaskAnswers
 from .rollout import InProcessSubAgent, RolloutConfig, SubRequest, SubResponse, Trajectory
 from .step import SubSide
-from .store import LocalRedis, RedisStore
+from .store import LocalRedis, RedisStore, Stopped
 from .trainer import Trainer, plot_run, publish_checkpoint, starting_policies
 from .world import World
 
@@ -63,8 +64,10 @@ class SubServer:
         self.journal = self.out / 'journal' / (f'process{acc.process_index}' if acc.num_processes > 1 else '')  # each process's own
         self.journal.mkdir(parents=True, exist_ok=True)
         self.answered, self.duplicates = set(), 0      # delegation ids answered in this run (kept on disk); copies dropped
+        self.stop = threading.Event()                  # set (by a signal): checkpoint and return at the next turn of `serve`
         if resume: self._resume()
         elif (self.out / 'metrics.jsonl').exists(): raise FileExistsError(f"{str(self.out)!r} already holds a sub server run: resume it or choose another folder")
+        self.saved = self.next_step                    # the step of the last checkpoint (or of the start)
 
     @property
     def version(self) -> int: return self.trainer.version if self.trainer else 0
@@ -110,6 +113,9 @@ class SubServer:
         q, taken, last = queue_key(self.store, self.cfg.run), taken_key(self.store, self.cfg.run, self.acc.process_index), time.monotonic()
         held = {}                                     # id -> text of the messages taken and not yet answered
         while True:
+            if self.stop.is_set():                    # the messages it holds stay in its taken list: a restart answers them
+                if self.next_step > self.saved: self.save_checkpoint()
+                return
             left = [(t, m) for t, m in self.store.in_flight(taken, Delegation, frozenset(held.values()))   # a crash's leftovers
                     if m['id'] not in held]
             for t, m in left + self.store.take(q, taken, n=256, timeout=0 if left else poll, schema=Delegation):
@@ -158,6 +164,7 @@ class SubServer:
         self.acc.wait_for_everyone()                       # the checkpoint is complete before any journal goes
         for p in self.journal.glob('step-*.jsonl'):
             if int(p.stem.split('-')[1]) < self.next_step: p.unlink()
+        self.saved = self.next_step
 
     def _resume(self) -> None:
         ck = self.out / 'checkpoint'
@@ -177,10 +184,12 @@ class SubServer:
 def main_server(world: World, cfg: TrainConfig, policy: Policy, store: RedisStore, out: str | Path, resume: bool = False,
                 max_lag: int = 0, timeout: float = 600.0, on_timeout: str = 'fail') -> Trainer:
     "The main server: the co-located `Trainer`'s main side, delegating through Redis to a sub server."
+    stop = threading.Event()                          # the trainer's: a wait for a reply gives up once it is set
     def remote(rollout: RolloutConfig, seed: int, need: int | None) -> RemoteSubAgent:
         return RemoteSubAgent(store, cfg.run, rollout.sub_sampling, seed, need, max_lag, timeout, on_timeout,
-                              main_version=lambda: trainer.trainers['main'].version if 'main' in trainer.trainers else 0)
+                              main_version=lambda: trainer.trainers['main'].version if 'main' in trainer.trainers else 0, stop=stop)
     trainer = Trainer(world, cfg, {'main': policy}, out=out, store=store, resume=resume, remote_sub=remote)
+    trainer.stop = stop
     return trainer
 
 def _server_policy(cfg: TrainConfig, role: str, checkpoint: str | Path | None, out: Path, resume: bool) -> Policy:
@@ -195,6 +204,19 @@ def exit_with_parent(parent: int, role: str, every: float = 0.5) -> None:
         while os.getppid() == parent: time.sleep(every)
         log.error("%s: the process that started it (pid %d) is gone; stopping", role, parent); os._exit(3)
     threading.Thread(target=watch, daemon=True, name='exit-with-parent').start()
+
+@contextmanager
+def stop_on_signals(stop: threading.Event, role: str):
+    "While inside: SIGTERM or SIGINT sets `stop` (the server ends after its step in progress, with a checkpoint); a second one stops it at once. Only the main thread can take signals; elsewhere this does nothing."
+    if threading.current_thread() is not threading.main_thread(): yield; return
+    def on_signal(signum, frame):
+        name = signal.Signals(signum).name
+        if stop.is_set(): raise KeyboardInterrupt(f"{role}: {name} again, stopping now")
+        stop.set(); log.warning("%s: %s, stopping after the step in progress, with a checkpoint (send it again to stop at once)", role, name)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try: yield
+    finally:
+        for s, h in previous.items(): signal.signal(s, h)
 
 def write_rejected(store: RedisStore, out: Path, process: int = 0) -> None:
     "What a server's store rejected (malformed messages, records and markers, by kind), in `out/rejected.json` (`rejected-<process>.json` on the others)."
@@ -211,12 +233,17 @@ def run_main_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoin
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = _server_policy(cfg, 'main', checkpoint, out, resume)
     trainer = main_server(task, cfg, policy, store, out, resume, max_lag, timeout, on_timeout)
-    try:
-        summary = trainer.fit(progress)
-        trainer.acc.wait_for_everyone()                   # every process is done with the sub server, evaluations included
-        if trainer.is_main: mark_main_finished(store, cfg.run)
-    finally: write_rejected(store, out, trainer.acc.process_index)
+    with stop_on_signals(trainer.stop, 'main server'):
+        try:
+            summary = None
+            summary = trainer.fit(progress)
+            if not trainer.stop.is_set():
+                trainer.acc.wait_for_everyone()           # every process is done with the sub server, evaluations included
+                if trainer.is_main: mark_main_finished(store, cfg.run)
+        except Stopped: pass                              # during the evaluation before the first step: nothing to save
+        finally: write_rejected(store, out, trainer.acc.process_index)
     store.close()
+    if trainer.stop.is_set(): raise SystemExit(f"main server: stopped by a signal; its last checkpoint is {str(out / 'checkpoint')!r} (--resume goes on)")
     return summary if trainer.is_main else None
 
 def run_sub_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint: str | Path | None = None, resume: bool = False,
@@ -227,9 +254,11 @@ def run_sub_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = _server_policy(cfg, 'sub', checkpoint, out, resume)
     server = SubServer(task, cfg, policy, store, out, resume)
-    try: server.serve(idle_timeout=idle_timeout)
-    finally: write_rejected(store, out, server.acc.process_index)
+    with stop_on_signals(server.stop, 'sub server'):
+        try: server.serve(idle_timeout=idle_timeout)
+        finally: write_rejected(store, out, server.acc.process_index)
     store.close()
+    if server.stop.is_set(): raise SystemExit(f"sub server: stopped by a signal; its last checkpoint is {str(out / 'checkpoint')!r} (--resume goes on)")
 
 # %% ../nbs/20_servers.ipynb #1737bc54
 def merge_run(out: str | Path) -> dict:
@@ -274,11 +303,10 @@ def decoupled(cfg: TrainConfig, out: str | Path, checkpoint: str | Path, redis_u
             time.sleep(poll)
         failed = [n for n, p in procs.items() if p.exitcode != 0]
         if failed: raise RuntimeError(f"the {failed[0]} exited with code {procs[failed[0]].exitcode}; see its error above")
-    finally:                                          # a failure, Ctrl-C or SIGTERM: the servers, then Redis
-        for p in procs.values():
-            if p.is_alive(): p.terminate()
-        for p in procs.values():
-            p.join(10)
+    finally:                                          # a failure, Ctrl-C or SIGTERM: the servers (each checkpoints), then Redis
+        for name in ('main server', 'sub server'):    # the main server first: the step it finishes may need the sub server
+            p = procs[name]
+            if p.is_alive(): p.terminate(); p.join(20)
             if p.is_alive(): p.kill(); p.join()
         if server: server.stop()
         for s, h in previous.items(): signal.signal(s, h)

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['Key', 'SCALARS', 'MAX_MESSAGE_BYTES', 'log', 'encode_record', 'reason', 'decode_record', 'StatsStore', 'MemoryStore',
-           'encode_message', 'decode_message', 'redis_binary', 'free_port', 'LocalRedis', 'RedisStore']
+           'encode_message', 'decode_message', 'redis_binary', 'free_port', 'LocalRedis', 'Stopped', 'RedisStore']
 
 # %% ../nbs/18_store.ipynb #ba376346
 import importlib.util, json, logging, os, re, secrets, shutil, signal, socket, subprocess, tempfile, threading, time
@@ -197,6 +197,9 @@ class LocalRedis:
 # %% ../nbs/18_store.ipynb #ced1a6d5
 log = logging.getLogger(__name__)
 
+class Stopped(Exception):
+    "A wait given up because the process was asked to stop (a signal): the caller saves what it has and exits."
+
 def _safe_url(url: str) -> str:
     "The URL with any password masked, for messages."
     return re.sub(r'//([^:@/]*):[^@/]*@', r'//\1:***@', url)
@@ -230,10 +233,11 @@ class RedisStore:
 
     def key(self, run: str, *parts) -> str: return ':'.join(['mgrpo', run, *map(str, parts)])
 
-    def _wait(self, ready, timeout: float, what: str):
-        "Poll `ready()` (with growing sleeps) until it returns something other than None, or raise TimeoutError."
+    def _wait(self, ready, timeout: float, what: str, stop: threading.Event | None = None):
+        "Poll `ready()` (with growing sleeps) until it returns something other than None; TimeoutError after `timeout` s, `Stopped` once `stop` is set."
         deadline, pause = time.monotonic() + timeout, self.poll
         while (out := ready()) is None:
+            if stop is not None and stop.is_set(): raise Stopped(f"{what}: stopped while waiting")
             if time.monotonic() > deadline: raise TimeoutError(f"{what}: nothing after {timeout} s")
             time.sleep(pause); pause = min(pause * 1.5, 0.05)
         return out
@@ -317,14 +321,14 @@ class RedisStore:
             except ValueError as e: self.reject(getattr(schema, '__name__', 'message'), f"{processing}: rejected a message: {e}"); self.done(processing, t)
         return out
 
-    def pop(self, name: str, timeout: float, schema=None) -> dict:
-        "The first valid message of the list `name`, waiting up to `timeout` s (TimeoutError if none comes); malformed ones before it are rejected."
+    def pop(self, name: str, timeout: float, schema=None, stop: threading.Event | None = None) -> dict:
+        "The first valid message of the list `name`, waiting up to `timeout` s (TimeoutError if none comes, `Stopped` once `stop` is set); malformed ones before it are rejected."
         def first_valid():
             while (text := self.r.lpop(name)) is not None:
                 try: return decode_message(text, schema, self.max_bytes)
                 except ValueError as e: self.reject(getattr(schema, '__name__', 'message'), f"{name}: rejected a message: {e}")
             return None
-        return self._wait(first_valid, timeout, name)
+        return self._wait(first_valid, timeout, name, stop)
 
     def put(self, name: str, msg: dict) -> int:
         "Set the key `name` to `msg` (idempotent); returns its size in bytes."

@@ -7,7 +7,7 @@ __all__ = ['ADDED_METRICS', 'EPISODE_MEANS', 'MAX_METRICS', 'evaluate_system', '
            'plot_run', 'warm_start_folder', 'default_start', 'starting_policies']
 
 # %% ../nbs/17_trainer.ipynb #362e9cf5
-import json, os, random, shutil, time, uuid
+import json, os, random, shutil, threading, time, uuid
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable
@@ -23,7 +23,7 @@ from .policy import Policy
 from .rewards import SubtaskAnswers
 from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, rollout_mgrpo, rollout_single
 from .step import MainSide, SingleSide, SubSide, mean_or_zero, prefixed
-from .store import MemoryStore, StatsStore
+from .store import MemoryStore, StatsStore, Stopped
 from .tools import exact_match
 from .world import Question, World, WorldConfig, build_world
 
@@ -123,6 +123,7 @@ class Trainer:
                 self.sub = client = SubSide(policies['sub'], self.trainers.get('sub'), toolbox, store, cfg, expert)
             self.main = MainSide(policies['main'], self.trainers.get('main'), client, store, cfg, self.acc, shared_store=bool(remote_sub))
         self.start, self.history = 0, []                   # first step to run; metric lines so far
+        self.stop = threading.Event()                     # set (by a signal, `20_servers`): end after the step in progress
         if resume: self._resume()
 
     @staticmethod
@@ -161,15 +162,21 @@ class Trainer:
         return gather_object([obj])
 
     def fit(self, progress: bool = True) -> dict:
-        "Train for `cfg.steps` steps (from the resumed step); returns the summary."
+        "Train for `cfg.steps` steps (from the resumed step); returns the summary. Once `stop` is set, end after the step in progress, with a checkpoint."
         c, t0 = self.cfg, time.perf_counter()
         if self.start == 0: self._log({'step': 0, **prefixed('eval', self.evaluate())})
+        done = saved = self.start
         for s in tqdm(range(self.start, c.steps), desc=f'{c.mode} seed {c.seed}', initial=self.start, total=c.steps,
                       disable=not progress or not self.is_main):
-            m = self.step(s)
-            if (c.eval_every and (s + 1) % c.eval_every == 0) or s + 1 == c.steps: m.update(prefixed('eval', self.evaluate(s + 1)))
-            self._log(m)
-            if (c.checkpoint_every and (s + 1) % c.checkpoint_every == 0) or s + 1 == c.steps: self.save_checkpoint(s + 1)
+            try: m = self.step(s)
+            except Stopped: break                         # while waiting for the sub server: no update yet, step s changed nothing
+            try:
+                if (c.eval_every and (s + 1) % c.eval_every == 0) or s + 1 == c.steps: m.update(prefixed('eval', self.evaluate(s + 1)))
+            except Stopped: pass                          # the evaluation cut short; the step stands
+            self._log(m); done = s + 1
+            if (c.checkpoint_every and done % c.checkpoint_every == 0) or done == c.steps: self.save_checkpoint(done); saved = done
+            if self.stop.is_set(): break
+        if self.stop.is_set() and done > saved: self.save_checkpoint(done)   # the checkpoint that a stop makes due
         return self._summary(time.perf_counter() - t0)
 
     # -- run directory -------------------------------------------------------------------------------

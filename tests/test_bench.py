@@ -58,6 +58,15 @@ def test_logprobs_memory_bench_runs():
     assert [r['variant'] for r in out['rows']] == ['full', '64'] and all(r['peak_mb'] >= 0 for r in out['rows'])
 
 
+def test_soak_survives_redis_and_sub_server_restarts(checkpoint, tmp_path):
+    "bench/soak.py on 8 steps: Redis killed and restarted after main steps 3 and 6, the sub server killed after its step 6 and resumed from its step-5 checkpoint."
+    out = bench('bench/soak.py', '--steps', '8', '--redis-every', '3', '--sub-kill-at', '6', '--checkpoint', str(checkpoint), '--out', str(tmp_path / 'soak'))
+    assert out['exit_codes'] == [0, 0] and out['sub_steps_trained'] == 8 and not out['steps_missing'] and not out['steps_doubled']
+    assert out['steps_with_other_record_counts'] == 0                       # every record of every step consumed once
+    assert len(out['redis_restarts_after_main_step']) == 2 and out['sub_server_restarts_after_step'] == [6]
+    assert max(out['max_param_diff'].values()) <= 1e-6                     # the same training as co-located
+
+
 @pytest.mark.slow
 def test_sampling_bench_times_both_stop_checks():
     "bench/sampling.py on tiny shapes (needs SmolLM2's tokenizer: make smollm2): both checks, both shapes, the same tokens (the script asserts it)."

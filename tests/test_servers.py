@@ -104,13 +104,7 @@ def test_restarted_sub_server_resumes_and_matches_an_uninterrupted_run(start, wo
         main.join(300); sub.join(300)
         assert (main.exitcode, sub.exitcode) == (0, 0)
     assert [m['step'] for m in lines(tmp_path / 'run/sub_server/metrics.jsonl')] == [1, 2, 3, 4]
-    from mgrpo_ref.warmstart import load_policies
-    colo = Trainer(world, cfg, load_policies(start, ('main', 'sub')))
-    colo.fit(progress=False)
-    for role, path in (('main', 'run/checkpoint/main'), ('sub', 'run/sub_server/checkpoint/sub')):
-        got = Policy.load(tmp_path / path)
-        diff = max((p - q).abs().max().item() for p, q in zip(colo.policies[role].model.parameters(), got.model.parameters()))
-        assert diff <= 1e-6, (role, diff)
+    assert_trains_like_colocated(world, cfg, start, tmp_path / 'run')
 
 
 RECORD = {'R_M', 'correct', 'format_ok', 'd_k', 'main_version'}
@@ -288,6 +282,7 @@ def test_a_signal_to_mgrpo_decoupled_leaves_no_process(start, tmp_path, sig):
     try:
         wait_for(lambda: (out / 'sub_server/journal').is_dir() and len(children(p.pid)) >= 3, what='both servers up')
         kids = children(p.pid)                                         # redis-server and the two servers (their policies loaded)
+        if sig != 'SIGKILL': wait_for(lambda: len(steps(out)) >= 2, what='two steps')   # so that a checkpoint is due
         t0 = time.monotonic(); p.send_signal(getattr(signal, sig))
         p.wait(30)
         wait_for(lambda: not any(alive(k) for k in kids), timeout=15, what=f'the launcher\'s children to stop after {sig}')
@@ -295,7 +290,11 @@ def test_a_signal_to_mgrpo_decoupled_leaves_no_process(start, tmp_path, sig):
     finally:
         if p.poll() is None: p.kill()
     assert p.returncode != 0 and took < 15, (p.returncode, took)
-    if sig != 'SIGKILL': assert f'{sig}: stopping both servers' in p.stderr.read()
+    if sig != 'SIGKILL':
+        assert f'{sig}: stopping both servers' in p.stderr.read()
+        for folder in (out, out / 'sub_server'):                    # each server's final checkpoint: every step it trained
+            trained = [m for m in lines(folder / 'metrics.jsonl') if 'time/at' in m or folder.name == 'sub_server']
+            assert json.loads((folder / 'checkpoint/state.json').read_text())['step'] == len(trained) >= 1, folder
     assert subprocess.run(['pgrep', '-f', str(out)], capture_output=True).stdout == b''   # redis-server (its --dir) gone too
 
 
