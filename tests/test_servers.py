@@ -290,6 +290,7 @@ def test_a_signal_to_mgrpo_decoupled_leaves_no_process(start, tmp_path, sig):
     finally:
         if p.poll() is None: p.kill()
     assert p.returncode != 0 and took < 15, (p.returncode, took)
+    print(f"{sig}: the launcher and all its processes stopped {took:.1f} s after the signal")   # the time to stop (pytest -s)
     if sig != 'SIGKILL':
         assert f'{sig}: stopping both servers' in p.stderr.read()
         for folder in (out, out / 'sub_server'):                    # each server's final checkpoint: every step it trained
