@@ -233,9 +233,9 @@ def run_main_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoin
     task, store, out = load_task(cfg.data), RedisStore(redis_url), Path(out)
     policy = _server_policy(cfg, 'main', checkpoint, out, resume)
     trainer = main_server(task, cfg, policy, store, out, resume, max_lag, timeout, on_timeout)
+    summary = None                                        # none if stopped before the first step
     with stop_on_signals(trainer.stop, 'main server'):
         try:
-            summary = None
             summary = trainer.fit(progress)
             if not trainer.stop.is_set():
                 trainer.acc.wait_for_everyone()           # every process is done with the sub server, evaluations included
