@@ -58,6 +58,7 @@ def test_logprobs_memory_bench_runs():
     assert [r['variant'] for r in out['rows']] == ['full', '64'] and all(r['peak_mb'] >= 0 for r in out['rows'])
 
 
+@pytest.mark.slow      # about a minute; test_servers.py covers a Redis restart and a sub server resume in CI
 def test_soak_survives_redis_and_sub_server_restarts(checkpoint, tmp_path):
     "bench/soak.py on 8 steps: Redis killed and restarted after main steps 3 and 6, the sub server killed after its step 6 and resumed from its step-5 checkpoint."
     out = bench('bench/soak.py', '--steps', '8', '--redis-every', '3', '--sub-kill-at', '6', '--checkpoint', str(checkpoint), '--out', str(tmp_path / 'soak'))
