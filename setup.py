@@ -28,7 +28,8 @@ setup(
     include_package_data=True,
     package_data={cfg['lib_path']: ['checkpoints/README.md', 'checkpoints/warmstart/*', 'checkpoints/warmstart/*/*']},   # the shipped warm start
     install_requires=cfg['requirements'].split(),
-    extras_require={'dev': cfg['dev_requirements'].split(), 'bench': cfg['bench_requirements'].split()},
+    extras_require={'dev': cfg['dev_requirements'].split(), 'bench': cfg['bench_requirements'].split(),
+                    'track': cfg['track_requirements'].split()},
     entry_points={'console_scripts': cfg['console_scripts'].split(),
                   'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,

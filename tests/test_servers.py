@@ -11,6 +11,7 @@ from mgrpo_ref.store import LocalRedis, RedisStore
 from mgrpo_ref.config import TrainConfig
 from mgrpo_ref.trainer import Trainer
 from mgrpo_ref.warmstart import save_policies
+from test_tracking import tb_scalars
 
 CTX = multiprocessing.get_context('spawn')
 
@@ -169,7 +170,7 @@ def test_cli_wrong_password_fails_at_start_and_no_process_is_left(start, tmp_pat
 def test_the_two_server_commands_train_together(start, tmp_path):
     "The README's two-machine commands, here on one machine against a private Redis."
     bin_, small = Path(sys.executable).parent, ['--steps', '2', '--threads', '1', '--run', 'r1',
-                                                '--set', 'questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1']
+                                                '--set', 'questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1,report_to=tensorboard']
     with LocalRedis(tmp_path / 'redis', password='pw') as redis:
         sub = subprocess.Popen([bin_ / 'mgrpo-sub-server', '--redis-url', redis.url, '--checkpoint', str(start),
                                 '--out', str(tmp_path / 'r1-sub'), *small], stderr=subprocess.PIPE, text=True)
@@ -180,6 +181,9 @@ def test_the_two_server_commands_train_together(start, tmp_path):
         assert sub.wait(60) == 0, sub.stderr.read()[-2000:]
     assert json.loads(main.stdout.strip().splitlines()[-1])['steps'] == 2
     assert [m['step'] for m in lines(tmp_path / 'r1-sub/metrics.jsonl')] == [1, 2]
+    main_tb, sub_tb = tb_scalars(tmp_path / 'r1/tensorboard/r1'), tb_scalars(tmp_path / 'r1-sub/tensorboard/r1')   # each server's own tracker
+    assert [s for s, _ in main_tb['main/reward']] == [1, 2] and 'sub/reward' not in main_tb
+    assert [s for s, _ in sub_tb['sub/frac_reward_zero_std']] == [1, 2] and 'main/reward' not in sub_tb
 
 
 def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path):
