@@ -53,7 +53,7 @@ CONFIGS = {
                     "from `--checkpoint`, else the shipped one)",
     'qwen3-gpu.json': "real checkpoints on GPUs: Qwen3-4B for both agents, the published hyperparameters (K = 8, learning rate "
                       "1e-6, clip 0.2 / 0.28, no KL, T = 1.0), turn caps per agent, D_max = 3, bf16 autocast and gradient checkpointing, "
-                      "the main agent on cuda:0 and the sub-agent on cuda:1; WebWalkerQA files and a local retrieval server",
+                      "the main agent on cuda:0 and the sub-agent on cuda:1, TensorBoard tracking; WebWalkerQA files and a local retrieval server",
 }
 
 TRL_CONFIG = [   # (this project's config field(s), TRL GRPOConfig field, how they relate)

@@ -62,6 +62,8 @@ def test_config_files_load_and_toy_cpu_is_the_defaults():
     from mgrpo_ref.config import TrainConfig
     configs = {p.name: TrainConfig.from_dict(json.loads(p.read_text())) for p in (ROOT / 'configs').glob('*.json')}
     assert configs['toy-cpu.json'] == TrainConfig()
+    from dataclasses import asdict                    # and every field is written out, so a new field shows up in the file
+    assert json.loads((ROOT / 'configs/toy-cpu.json').read_text()) == json.loads(json.dumps(asdict(TrainConfig())))
     gpu = configs['qwen3-gpu.json']                   # the published hyperparameters
     assert (gpu.rollout.k, gpu.main_optim.lr, gpu.sub_optim.lr, gpu.loss.eps_low, gpu.loss.eps_high, gpu.loss.beta_kl) == (8, 1e-6, 1e-6, 0.2, 0.28, 0.0)
     assert gpu.rollout.main_sampling.temperature == gpu.rollout.sub_sampling.temperature == 1.0
