@@ -255,10 +255,12 @@ def _body_and_head(model):
     return None if body is model or head is None else (body, head)
 
 def _head_logprobs(head, h: torch.Tensor, targets: torch.Tensor, T: float, entropy: bool):
-    "Log-probs of `targets` (n,) from hidden states `h` (n, H), and the entropies when asked: the only place a (n, V) tensor exists."
+    "Log-probs of `targets` (n,) from hidden states `h` (n, H), and the entropies when asked (a diagnostic: no gradient): the only place a (n, V) tensor exists."
     logp = torch.log_softmax(head(h).float() / T, -1)                                    # (n, V)
     lp = logp.gather(-1, targets[:, None]).squeeze(-1)                                   # (n,)
-    return (lp, -(logp.exp() * logp).sum(-1)) if entropy else (lp,)                      # (n,), (n,)
+    if not entropy: return (lp,)
+    with torch.no_grad(): ent = -(logp.exp() * logp).sum(-1)                             # (n,): autograd keeps nothing for it
+    return lp, ent
 
 def token_logprobs(model, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
                    entropy: bool = False, positions: torch.Tensor | None = None, chunk: int = 256) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
