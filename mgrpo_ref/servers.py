@@ -68,7 +68,7 @@ class SubServer:
         if resume: self._resume()
         elif (self.out / 'metrics.jsonl').exists(): raise FileExistsError(f"{str(self.out)!r} already holds a sub server run: resume it or choose another folder")
         self.saved = self.next_step                    # the step of the last checkpoint (or of the start)
-        self.tracking = Tracking(cfg, self.out) if cfg.report_to != 'none' and acc.is_main_process else None   # TrainConfig.report_to, as the main server's
+        self.tracking = Tracking(cfg, self.out, enabled=acc.is_main_process)   # TrainConfig.report_to, as the main server's
 
     @property
     def version(self) -> int: return self.trainer.version if self.trainer else 0
@@ -105,7 +105,7 @@ class SubServer:
         self._timeline('train', t0, step=s + 1)
         if self.acc.is_main_process:                      # the step's metrics are every process's already
             with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
-            if self.tracking: self.tracking.log(m)
+            self.tracking.log(m)
         c = self.cfg
         if (c.checkpoint_every and self.next_step % c.checkpoint_every == 0) or self.next_step == c.steps: self.save_checkpoint()
         return m
@@ -260,7 +260,7 @@ def run_sub_server(cfg: TrainConfig, redis_url: str, out: str | Path, checkpoint
         try: server.serve(idle_timeout=idle_timeout)
         finally:
             write_rejected(store, out, server.acc.process_index)
-            if server.tracking: server.tracking.finish()
+            server.tracking.finish()
     store.close()
     if server.stop.is_set(): raise SystemExit(f"sub server: stopped by a signal; its last checkpoint is {str(out / 'checkpoint')!r} (--resume goes on)")
 

@@ -98,13 +98,16 @@ def flat_config(d: dict, prefix: str = '') -> dict:
     return out
 
 class Tracking:
-    "A run's metrics sent to the trackers `cfg.report_to` names (accelerate's TensorBoardTracker and WandBTracker) under `out`; the config logged once."
-    def __init__(self, cfg: TrainConfig, out: str | Path):
-        from accelerate import PartialState
+    "A run's metrics sent to the trackers `cfg.report_to` names (accelerate's TensorBoardTracker and WandBTracker) under `out`; the config logged once. None for 'none' or where not `enabled` (processes other than the main one): then `log` and `finish` do nothing."
+    def __init__(self, cfg: TrainConfig, out: str | Path | None, enabled: bool = True):
+        names, self.trackers = trackers(cfg.report_to) if enabled else (), []
+        if not names: return
+        if out is None: raise ValueError(f"TrainConfig.report_to = {cfg.report_to!r} needs a run folder (out)")
         check_trackers(cfg.report_to)
+        from accelerate import PartialState
         PartialState()                                   # accelerate's trackers log through its state (the Trainer's accelerator made it already)
-        out = Path(out); self.trackers = []
-        for name in trackers(cfg.report_to):
+        out = Path(out)
+        for name in names:
             if name == 'tensorboard':
                 from accelerate.tracking import TensorBoardTracker
                 self.trackers.append(TensorBoardTracker(cfg.run, out / 'tensorboard'))
@@ -115,6 +118,7 @@ class Tracking:
         for t in self.trackers: t.start(); t.store_init_configuration(flat_config(asdict(cfg)))
 
     def log(self, m: dict) -> None:
+        if not self.trackers: return
         values = tracker_values(m)
         for t in self.trackers: t.log(values, step=m['step'])
 
@@ -160,8 +164,7 @@ class Trainer:
             raise ValueError(f"TrainConfig.questions_per_step ({cfg.questions_per_step}) must divide by the number of processes ({self.processes})")
         self.out = Path(out) if out is not None else None
         self.check_out(self.out, resume)
-        if cfg.report_to != 'none' and self.out is None: raise ValueError(f"TrainConfig.report_to = {cfg.report_to!r} needs a run folder (out)")
-        self.tracking = Tracking(cfg, self.out) if cfg.report_to != 'none' and self.is_main else None   # before any rollout: a missing package fails here
+        self.tracking = Tracking(cfg, self.out, enabled=self.is_main)   # before any rollout: a missing package fails here
         toolbox = self.task.toolbox
         store = store or MemoryStore()
         temp = {'main': cfg.rollout.main_sampling.temperature, 'single': cfg.rollout.main_sampling.temperature,
@@ -237,7 +240,7 @@ class Trainer:
             if (c.checkpoint_every and done % c.checkpoint_every == 0) or done == c.steps: self.save_checkpoint(done); saved = done
             if self.stop.is_set(): break
         if self.stop.is_set() and done > saved: self.save_checkpoint(done)   # the checkpoint that a stop makes due
-        if self.tracking: self.tracking.finish()
+        self.tracking.finish()
         return self._summary(time.perf_counter() - t0)
 
     # -- run directory -------------------------------------------------------------------------------
@@ -246,7 +249,7 @@ class Trainer:
         if self.out is None or not self.is_main: return
         self.out.mkdir(parents=True, exist_ok=True)
         with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
-        if self.tracking: self.tracking.log(m)
+        self.tracking.log(m)
 
     def save_checkpoint(self, next_step: int) -> Path:
         "Save every policy with its optimizer state, and the next step, under `out/checkpoint` (the main process writes, the others wait)."
