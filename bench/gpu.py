@@ -29,7 +29,8 @@ from pathlib import Path
 
 import torch
 
-from mgrpo_ref.policy import Policy, build_tokenizer, world_texts
+from mgrpo_ref.models import build_tokenizer, world_texts
+from mgrpo_ref.policy import Policy
 from mgrpo_ref.rollout import InProcessSubAgent, rollout_mgrpo, run_tool_episodes
 from mgrpo_ref.tools import Toolbox
 from mgrpo_ref.config import TrainConfig, config_fields

@@ -42,7 +42,8 @@ def one(name: str) -> dict:
     from mgrpo_ref.learner import AgentTrainer, make_accelerator
     from mgrpo_ref.loss import LossConfig
     from mgrpo_ref.memory import activation_model, agent_memory
-    from mgrpo_ref.policy import Policy, SamplingConfig, TinyModelConfig, sample, tiny_model, tiny_policy
+    from mgrpo_ref.models import TinyModelConfig, tiny_model
+    from mgrpo_ref.policy import Policy, SamplingConfig, sample, tiny_policy
     from mgrpo_ref.rollout import RolloutConfig, Trajectory
     from mgrpo_ref.world import build_world
     h, layers, inter, V, L, mb, ck, bf16, kind, rows = CASES[name]

@@ -7,7 +7,6 @@ __all__ = ['QWEN3', 'HEAD_COPIES', 'DRAW_COPIES', 'GiB', 'model_config', 'parame
            'activation_model', 'agent_memory', 'memory_table', 'memory_text']
 
 # %% ../nbs/24_memory.ipynb #5e07790d
-import json
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -17,7 +17,8 @@ from typing import Callable, Generator
 from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
-from .world import RELATIONS, Question, read_fact, World, WorldConfig, build_world, parse_question, plot_world
+from .relations import RELATIONS, parse_question, read_fact
+from .world import Question, World, WorldConfig, build_world, plot_world
 from .tools import Toolbox, ToolSession, exact_match, search_recall, plot_recall
 from .protocol import (FINAL_ACTION, SYSTEM_PROMPTS, FormatCheck, parse_turn, validate_trajectory, observe,
                                 render_report, parse_results, parse_page, parse_report)

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, fields
 
 from .tools import exact_match, token_f1
-from .world import World, fact_value, parse_question
+from .relations import parse_question
+from .world import World, fact_value
 
 # %% ../nbs/08_rewards.ipynb #058634a0
 @dataclass

@@ -8,7 +8,7 @@ __all__ = ['Key', 'SCALARS', 'MAX_MESSAGE_BYTES', 'log', 'encode_record', 'why_i
            'RedisStore']
 
 # %% ../nbs/18_store.ipynb #ba376346
-import importlib.util, json, logging, os, re, secrets, shutil, signal, socket, subprocess, tempfile, threading, time
+import importlib.util, json, logging, re, secrets, shutil, signal, socket, subprocess, tempfile, threading, time
 from collections import Counter
 from pathlib import Path
 from typing import Protocol

@@ -17,7 +17,8 @@ from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
 from .oracle import Episode, OracleNoise, OracleSetup, solve
-from .policy import ChatFormat, Policy, SamplingConfig, TinyModelConfig, tiny_policy
+from .models import ChatFormat, TinyModelConfig
+from .policy import Policy, SamplingConfig, tiny_policy
 from .rollout import InProcessSubAgent, RolloutConfig, rollout_mgrpo, rollout_single, summarize
 from .tools import Toolbox
 from .world import World, WorldConfig, build_world

@@ -5,7 +5,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from mgrpo_ref.policy import Policy, SamplingConfig, TinyModelConfig, tiny_model
+from mgrpo_ref.models import TinyModelConfig, tiny_model
+from mgrpo_ref.policy import Policy, SamplingConfig
 
 
 def _prompts(policy, world, n):
