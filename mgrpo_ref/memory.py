@@ -91,14 +91,18 @@ def agent_memory(config, cfg: TrainConfig, role: str, processes: int = 1, acts: 
     acts = acts or activation_model(config, dtype, bf16)
     head_dim = getattr(config, 'head_dim', None) or config.hidden_size // config.num_attention_heads
     rows = cfg.questions_per_step // processes * cfg.rollout.k * (cfg.d_max if role == 'sub' else 1)
-    m = {'weights': P * b, 'gradients': P * b * trained, 'adamw': 2 * P * b * trained,
-         'reference': P * b * (trained and cfg.loss.beta_kl > 0)}
+    shards = processes if trained and cfg.accel.shard == 'fsdp' and processes > 1 else 1   # FSDP: the trained state in pieces
+    m = {'weights': P * b, 'weight_shards': P * b / shards * (shards > 1), 'gradients': P * b * trained / shards,
+         'adamw': 2 * P * b * trained / shards, 'reference': P * b * (trained and cfg.loss.beta_kl > 0)}
     resident = sum(m.values())
+    root = V * config.hidden_size * (1 if getattr(config, 'tie_word_embeddings', True) else 2)   # embeddings and LM head
+    layer = (P - root) / config.num_hidden_layers                                                 # one decoder layer
+    m['gathered'] = (root + 2 * layer) * b * (shards > 1)   # FSDP, in the update: the root's whole weights and two layers' (one prefetched)
     m['activations'] = trained * cfg.loss.micro_batch * acts(L, config.num_hidden_layers, cfg.accel.gradient_checkpointing)
     m['lm_head'] = trained * HEAD_COPIES * min(cfg.loss.head_chunk, cfg.loss.micro_batch * L) * V * 4
     m['kv_cache'] = 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * b_act * rows * L
     m['draw'] = DRAW_COPIES * rows * V * 4
-    m['update_peak'] = resident + m['activations'] + m['lm_head']
+    m['update_peak'] = resident + m['gathered'] + m['activations'] + m['lm_head']
     m['sampling_peak'] = resident + m['kv_cache'] + m['draw']
     m['peak'] = max(m['update_peak'], m['sampling_peak'])
     return {'role': role, 'parameters': P, 'trained': trained, 'sampling_rows': rows, **m}
@@ -115,9 +119,10 @@ def memory_table(cfg: TrainConfig, checkpoint: str | Path | None = None, process
 
 def memory_text(rows: list[dict], cfg: TrainConfig, processes: int = 1) -> str:
     "The table `mgrpo-config --memory` prints: GiB (MiB for small models) per term and agent, and the devices they share."
-    terms = ('weights', 'gradients', 'adamw', 'reference', 'activations', 'lm_head', 'kv_cache', 'draw', 'update_peak', 'sampling_peak', 'peak')
+    terms = ('weights', 'weight_shards', 'gradients', 'adamw', 'reference', 'gathered', 'activations', 'lm_head', 'kv_cache', 'draw',
+             'update_peak', 'sampling_peak', 'peak')
     unit, size = ('GiB', GiB) if max(r['peak'] for r in rows) >= GiB else ('MiB', 2 ** 20)
-    lines = [f"memory per process, {processes} process{'es' if processes > 1 else ''}, {unit}; every row at rollout.max_context = "
+    lines = [f"memory per process, {processes} process{'es' if processes > 1 else ''} ({cfg.accel.shard}), {unit}; every row at rollout.max_context = "
              f"{cfg.rollout.max_context} tokens, micro-batches of {cfg.loss.micro_batch}:",
              '| term | ' + ' | '.join(r['role'] for r in rows) + ' |', '|---|' + '---:|' * len(rows),
              '| parameters | ' + ' | '.join(f"{r['parameters'] / 1e6:,.1f} M" for r in rows) + ' |',

@@ -57,7 +57,7 @@ class SubServer:
         policy.model.to(cfg.accel.sub_device or acc.device)
         self.trainer = None if cfg.mode == 'frozen_sub' else AgentTrainer(
             policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations, acc,
-            cfg.accel.sub_device, cfg.accel.gradient_checkpointing)
+            cfg.accel.sub_device, cfg.accel.gradient_checkpointing, cfg.accel.shard)
         expert = SubtaskAnswers(task.world) if task.world else None   # r_exp: in R_S if beta_exp > 0, logged either way
         self.side = SubSide(policy, self.trainer, self.toolbox, store, cfg, expert, acc)
         self.next_step, self.pending = 0, []          # steps trained so far; delegations waiting for a newer policy
@@ -157,9 +157,10 @@ class SubServer:
 
     def save_checkpoint(self) -> None:
         "The policy, its optimizer and the next step under `out/checkpoint` (the main process writes); each process drops its journal of trained steps."
+        opt = self.trainer.optimizer_state() if self.trainer else None   # on every process: FSDP gathers its shards here
         if self.acc.is_main_process:
             def write(folder: Path) -> None:
-                if self.trainer: self.trainer.save(folder / 'sub')
+                if self.trainer: self.trainer.save(folder / 'sub', opt)
                 else: self.policy.save(folder / 'sub')
                 (folder / 'state.json').write_text(json.dumps({'step': self.next_step}) + '\n')
             publish_checkpoint(self.out, self.next_step, write)

@@ -172,7 +172,7 @@ class Trainer:
         device = {'main': cfg.accel.main_device, 'single': cfg.accel.main_device, 'sub': cfg.accel.sub_device}
         for r, p in self.policies.items(): p.model.to(device[r] or self.acc.device)        # frozen agents too
         make = lambda r, o: AgentTrainer(policies[r], r, o, cfg.loss, temp[r], cfg.num_iterations, self.acc, device[r],
-                                         cfg.accel.gradient_checkpointing)
+                                         cfg.accel.gradient_checkpointing, cfg.accel.shard)
         self.trainers: dict[str, AgentTrainer] = {}
         if cfg.mode == 'single':
             self.trainers['single'] = make('single', cfg.main_optim)
@@ -254,10 +254,11 @@ class Trainer:
     def save_checkpoint(self, next_step: int) -> Path:
         "Save every policy with its optimizer state, and the next step, under `out/checkpoint` (the main process writes, the others wait)."
         if self.out is None: return None
+        opt = {r: t.optimizer_state() for r, t in self.trainers.items()}   # on every process: FSDP gathers its shards here
         if not self.is_main: self.acc.wait_for_everyone(); return self.out / 'checkpoint'
         def write(folder: Path) -> None:
             for r, p in self.policies.items():
-                if r in self.trainers: self.trainers[r].save(folder / r)
+                if r in self.trainers: self.trainers[r].save(folder / r, opt[r])
                 else: p.save(folder / r)
             (folder / 'state.json').write_text(json.dumps({'step': next_step, 'config': asdict(self.cfg)}, indent=1) + '\n')
         final = publish_checkpoint(self.out, next_step, write)

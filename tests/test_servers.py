@@ -187,10 +187,12 @@ def test_the_two_server_commands_train_together(start, tmp_path):
 
 
 def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path):
-    "A main server and a sub server, each launched on two processes (torchrun, gloo), train what one co-located process trains."
+    """A main server and a sub server, each launched on two processes (torchrun, gloo) and each sharded with FSDP, train
+    what one co-located process trains. (Under DDP the servers differ only in how AgentTrainer wraps the model, which
+    tests/test_ddp.py checks both ways.)"""
     import os, torch
     bin_ = Path(sys.executable).parent
-    small = ['--steps', '2', '--set', 'run=r2,questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1,accel.cpu=true']
+    small = ['--steps', '2', '--set', 'run=r2,questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1,accel.cpu=true,accel.shard=fsdp']
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}          # (torchrun would take a --run after the script for its own --run-path)
     two = [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', '2']
     with LocalRedis(tmp_path / 'redis') as redis:
