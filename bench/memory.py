@@ -10,7 +10,8 @@ LM head's chunks come from the heap, fragment it, and the same update peaks seve
 last column measures that once. The cases drive the real code:
 `AgentTrainer.update` twice (so that gradients and AdamW states exist, as they do from a run's second step on)
 on synthetic, right-padded trajectories of a Qwen3-shaped model, with and without gradient checkpointing and under bf16
-autocast; and `sample` of many rows to a long context. The prediction for an update is `update_peak`; for a
+autocast, and on two processes (torchrun, gloo) with `accel.shard` = 'ddp' and 'fsdp', where the busiest process's
+peak counts; and `sample` of many rows to a long context. The prediction for an update is `update_peak`; for a
 process that only samples, the weights, the KV cache and the draw. The last line is one JSON object.
 """
 import argparse, json, os, resource, subprocess, sys, time
@@ -23,7 +24,10 @@ CASES = {   # name: (hidden, layers, intermediate, vocab, context, micro_batch, 
     'update-bf16': (256, 4, 768, 32000, 256, 4, False, True, 'update', 0),
     'update-long-context': (128, 2, 384, 8000, 2048, 2, False, False, 'update', 0),
     'sampling': (256, 4, 768, 32000, 768, 0, False, False, 'sample', 64),
+    'update-ddp-2proc': (512, 4, 1536, 32000, 128, 2, False, False, 'update', 0),    # weights, not activations, dominate:
+    'update-fsdp-2proc': (512, 4, 1536, 32000, 128, 2, False, False, 'update', 0),   # what sharding changes
 }
+PROCESSES = {'update-ddp-2proc': ('ddp', 2), 'update-fsdp-2proc': ('fsdp', 2)}   # cases run under torchrun: accel.shard, processes
 FIXED = {'MALLOC_MMAP_THRESHOLD_': '131072'}   # glibc: every allocation over 128 KiB is its own mapping, returned to the system when freed
 
 
@@ -47,18 +51,21 @@ def one(name: str) -> dict:
     from mgrpo_ref.rollout import RolloutConfig, Trajectory
     from mgrpo_ref.world import build_world
     h, layers, inter, V, L, mb, ck, bf16, kind, rows = CASES[name]
+    shard, procs = PROCESSES.get(name, ('ddp', 1))
+    acc = make_accelerator(AccelConfig(cpu=True)) if procs > 1 else None   # the process group before the baseline
     tok = tiny_policy(build_world(seed=0)).tokenizer
     shape = TinyModelConfig(hidden_size=h, num_layers=layers, num_heads=4, num_kv_heads=2, intermediate_size=inter, max_positions=L)
     cfg = TrainConfig(questions_per_step=1, rollout=RolloutConfig(k=max(rows, 2), max_context=L), d_max=1,
-                      loss=LossConfig(micro_batch=max(mb, 1)), accel=AccelConfig(cpu=True, gradient_checkpointing=ck,
+                      loss=LossConfig(micro_batch=max(mb, 1)), accel=AccelConfig(cpu=True, gradient_checkpointing=ck, shard=shard,
                                                                                 mixed_precision='bf16' if bf16 else 'no'))
     config = tiny_model(V, shape, tokenizer=tok).config
-    predicted = agent_memory(config, cfg, 'main', acts=activation_model(config, torch.float32, bf16))
+    predicted = agent_memory(config, cfg, 'main', procs, acts=activation_model(config, torch.float32, bf16))
     g = torch.Generator().manual_seed(0)
     before = rss_now(); t0 = time.perf_counter()
     policy = Policy(tiny_model(V, shape, tokenizer=tok), tok)
     if kind == 'update':
-        trainer = AgentTrainer(policy, 'main', OptimConfig(), cfg.loss, accelerator=make_accelerator(cfg.accel), gradient_checkpointing=ck)
+        trainer = AgentTrainer(policy, 'main', OptimConfig(), cfg.loss, accelerator=acc or make_accelerator(cfg.accel),
+                               gradient_checkpointing=ck, shard=shard)
         n = 2 * mb                                                          # two micro-batches of full-length rows
         lens = [L - i for i in range(n)]                                    # rows of different lengths: every micro-batch is padded, as real ones are
         trajs = [Trajectory((0, 'q', i), 'main', '', torch.randint(4, V, (n_,), generator=g).tolist(), [0] * (L // 4) + [1] * (n_ - L // 4),
@@ -72,7 +79,7 @@ def one(name: str) -> dict:
         assert max(len(s.token_ids) for s in out) == L - 64
         want = predicted['weights'] + predicted['kv_cache'] + predicted['draw']
     return dict(case=name, predicted_mb=round(want / 2**20, 1), measured_mb=round((rss() - before) / 2**20, 1),
-                seconds=round(time.perf_counter() - t0, 1))
+                seconds=round(time.perf_counter() - t0, 1), rank=acc.process_index if acc else 0)
 
 
 def main(argv=None):
@@ -85,11 +92,15 @@ def main(argv=None):
     if a.case: print(json.dumps(one(a.case))); return
     rows = []
     for name in a.cases.split(','):
-        measure = lambda extra: subprocess.run([sys.executable, __file__, '--case', name], capture_output=True, text=True,
+        launch = ([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(PROCESSES[name][1])]
+                  if name in PROCESSES else [sys.executable])
+        measure = lambda extra: subprocess.run([*launch, __file__, '--case', name], capture_output=True, text=True,
                                                env={**os.environ, 'OMP_NUM_THREADS': '1', **extra})
         r = measure(FIXED)
         if r.returncode: raise SystemExit(f"case {name!r} failed:\n{r.stderr[-2000:]}")
-        rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
+        ranks = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{')]      # one line per process
+        rows.append(max(ranks, key=lambda x: x['measured_mb']))                         # the busiest process
+        rows[-1].pop('rank')
         rows[-1]['ratio'] = round(rows[-1]['measured_mb'] / rows[-1]['predicted_mb'], 3)
         if name == 'update' and not a.quick: rows[-1]['glibc_default_mb'] = json.loads(measure({}).stdout.strip().splitlines()[-1])['measured_mb']
     lines = ['| case | predicted MiB | measured MiB | measured / predicted | seconds | measured, glibc default allocator |',

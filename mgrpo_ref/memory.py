@@ -93,6 +93,7 @@ def agent_memory(config, cfg: TrainConfig, role: str, processes: int = 1, acts: 
     rows = cfg.questions_per_step // processes * cfg.rollout.k * (cfg.d_max if role == 'sub' else 1)
     shards = processes if trained and cfg.accel.shard == 'fsdp' and processes > 1 else 1   # FSDP: the trained state in pieces
     m = {'weights': P * b, 'weight_shards': P * b / shards * (shards > 1), 'gradients': P * b * trained / shards,
+         'ddp_buckets': P * b * (trained and processes > 1 and cfg.accel.shard == 'ddp'),   # DDP reduces through a copy of the gradients
          'adamw': 2 * P * b * trained / shards, 'reference': P * b * (trained and cfg.loss.beta_kl > 0)}
     resident = sum(m.values())
     root = V * config.hidden_size * (1 if getattr(config, 'tie_word_embeddings', True) else 2)   # embeddings and LM head
@@ -119,7 +120,7 @@ def memory_table(cfg: TrainConfig, checkpoint: str | Path | None = None, process
 
 def memory_text(rows: list[dict], cfg: TrainConfig, processes: int = 1) -> str:
     "The table `mgrpo-config --memory` prints: GiB (MiB for small models) per term and agent, and the devices they share."
-    terms = ('weights', 'weight_shards', 'gradients', 'adamw', 'reference', 'gathered', 'activations', 'lm_head', 'kv_cache', 'draw',
+    terms = ('weights', 'weight_shards', 'gradients', 'ddp_buckets', 'adamw', 'reference', 'gathered', 'activations', 'lm_head', 'kv_cache', 'draw',
              'update_peak', 'sampling_peak', 'peak')
     unit, size = ('GiB', GiB) if max(r['peak'] for r in rows) >= GiB else ('MiB', 2 ** 20)
     lines = [f"memory per process, {processes} process{'es' if processes > 1 else ''} ({cfg.accel.shard}), {unit}; every row at rollout.max_context = "
