@@ -123,6 +123,11 @@ class TrainConfig:
     @property
     def roles(self) -> tuple[str, ...]: return ('single',) if self.mode == 'single' else ('main', 'sub')
 
+    @property
+    def trained_roles(self) -> tuple[str, ...]:
+        "The agents the mode updates (the frozen ones only sample)."
+        return tuple(r for r in self.roles if not (self.mode == 'frozen_sub' and r == 'sub' or self.mode == 'frozen_main' and r == 'main'))
+
     @classmethod
     def from_dict(cls, d: dict) -> 'TrainConfig':
         "A config from nested plain values (a parsed JSON file); an unknown field or a value of the wrong type is an error naming it."

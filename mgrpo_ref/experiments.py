@@ -85,9 +85,8 @@ def trained_and_rewards(cfg: TrainConfig) -> tuple[str, str]:
     r_m = f"R_M = {r.alpha_fmt:g} format + {r.alpha_acc:g} answer"
     exp = f" + {r.beta_exp:g} expert (report = sub-task's true answer)" if r.beta_exp else ''
     r_s = f"R_S = {r.beta_fmt:g} format + {r.beta_out:g} main's outcome{exp}"
-    both = ('main, sub', f'main: {r_m}; sub: {r_s}')
-    return {'mgrpo': both, 'mgrpo_ragged': both, 'frozen_sub': ('main', f'main: {r_m}'), 'frozen_main': ('sub', f'sub: {r_s}'),
-            'single': ('single', r_m)}[cfg.mode]
+    if cfg.mode == 'single': return 'single', r_m
+    return ', '.join(cfg.trained_roles), '; '.join(f"{t}: {r_m if t == 'main' else r_s}" for t in cfg.trained_roles)
 
 # %% ../nbs/21_experiments.ipynb #c05f2002
 def run_one(world_cfg: dict, train_cfg: dict, checkpoint: str, out: str, threads: int | None = None) -> dict:

@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from .policy import TokenLogprobs, token_logprobs
+from .policy import HEAD_CHUNK, TokenLogprobs, token_logprobs
 
 # %% ../nbs/11_loss.ipynb #f84855d1
 @dataclass
@@ -24,7 +24,7 @@ class LossConfig:
     beta_kl: float = 0.0                      # weight of the k3 KL to a reference policy; 0 loads no reference
     aggregation: str = 'seq-mean-token-mean'  # or 'token-mean': how token terms are averaged over the batch
     micro_batch: int = 16                     # trajectories per forward/backward pass (does not change the gradient)
-    head_chunk: int = 256                     # positions per LM-head call: (head_chunk, V) is the largest tensor of the pass
+    head_chunk: int = HEAD_CHUNK              # positions per LM-head call: (head_chunk, V) is the largest tensor of the pass
 
     def __post_init__(self):
         if not 0 <= self.eps_low < 1: raise ValueError(f"LossConfig.eps_low must be in [0, 1), got {self.eps_low}")
@@ -207,7 +207,7 @@ def loss_batch(trajectories: list, advantages: torch.Tensor | list[float], pad_i
         b.old_logprobs[i, :n] = torch.tensor(t.logprobs, dtype=torch.float32)
     return b
 
-def reference_logprobs(ref_model, batch: LossBatch, temperature: float = 1.0, micro_batch: int = 16, head_chunk: int = 256) -> LossBatch:
+def reference_logprobs(ref_model, batch: LossBatch, temperature: float = 1.0, micro_batch: int = 16, head_chunk: int = HEAD_CHUNK) -> LossBatch:
     "The batch with the reference model's log-probs at its loss tokens filled in (for beta_kl > 0)."
     dev, ref = next(ref_model.parameters()).device, torch.zeros(batch.input_ids.shape)   # (N, L)
     with torch.no_grad():

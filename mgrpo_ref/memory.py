@@ -79,15 +79,12 @@ def activation_model(config, dtype: torch.dtype = torch.float32, bf16: bool = Fa
 HEAD_COPIES, DRAW_COPIES = 3, 4    # fp32 vocabulary-wide tensors alive at once: a checkpointed LM-head chunk (2.9 measured), a token draw
 GiB = 2 ** 30
 
-def _trained(cfg: TrainConfig, role: str) -> bool:
-    return not (cfg.mode == 'frozen_sub' and role == 'sub' or cfg.mode == 'frozen_main' and role == 'main')
-
 def agent_memory(config, cfg: TrainConfig, role: str, processes: int = 1, acts: Activations | None = None) -> dict:
     "Bytes of each term for agent `role` of `cfg` (model `config`) on one of `processes` processes; 'peak' is the larger of the update and sampling."
     dtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16}[cfg.models.dtype]
     bf16 = cfg.accel.mixed_precision == 'bf16'
     b, b_act = torch.finfo(dtype).bits // 8, 2 if bf16 else torch.finfo(dtype).bits // 8
-    P, trained, L, V = parameter_count(config), _trained(cfg, role), cfg.rollout.max_context, config.vocab_size
+    P, trained, L, V = parameter_count(config), role in cfg.trained_roles, cfg.rollout.max_context, config.vocab_size
     acts = acts or activation_model(config, dtype, bf16)
     head_dim = getattr(config, 'head_dim', None) or config.hidden_size // config.num_attention_heads
     rows = cfg.questions_per_step // processes * cfg.rollout.k * (cfg.d_max if role == 'sub' else 1)

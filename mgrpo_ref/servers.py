@@ -55,7 +55,7 @@ class SubServer:
         self.toolbox = task.toolbox
         self.acc = acc = make_accelerator(cfg.accel)     # the sub-agent's device and precision: TrainConfig.accel; its processes
         policy.model.to(cfg.accel.sub_device or acc.device)
-        self.trainer = None if cfg.mode == 'frozen_sub' else AgentTrainer(
+        self.trainer = None if 'sub' not in cfg.trained_roles else AgentTrainer(
             policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations, acc,
             cfg.accel.sub_device, cfg.accel.gradient_checkpointing, cfg.accel.shard)
         expert = SubtaskAnswers(task.world) if task.world else None   # r_exp: in R_S if beta_exp > 0, logged either way

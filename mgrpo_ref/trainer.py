@@ -178,10 +178,10 @@ class Trainer:
             self.trainers['single'] = make('single', cfg.main_optim)
             self.single = SingleSide(policies['single'], self.trainers['single'], toolbox, cfg)
         else:
-            if cfg.mode != 'frozen_main': self.trainers['main'] = make('main', cfg.main_optim)
+            if 'main' in cfg.trained_roles: self.trainers['main'] = make('main', cfg.main_optim)
             if remote_sub: self.sub, client = None, remote_sub(cfg.rollout, cfg.seed, None)
             else:
-                if cfg.mode != 'frozen_sub': self.trainers['sub'] = make('sub', cfg.sub_optim)
+                if 'sub' in cfg.trained_roles: self.trainers['sub'] = make('sub', cfg.sub_optim)
                 expert = SubtaskAnswers(self.task.world) if self.task.world else None   # r_exp: in R_S if beta_exp > 0, logged either way
                 self.sub = client = SubSide(policies['sub'], self.trainers.get('sub'), toolbox, store, cfg, expert)
             self.main = MainSide(policies['main'], self.trainers.get('main'), client, store, cfg, self.acc, shared_store=bool(remote_sub))
