@@ -88,6 +88,7 @@ def agent_memory(config, cfg: TrainConfig, role: str, processes: int = 1, acts: 
     acts = acts or activation_model(config, dtype, bf16)
     head_dim = getattr(config, 'head_dim', None) or config.hidden_size // config.num_attention_heads
     rows = cfg.questions_per_step // processes * cfg.rollout.k * (cfg.d_max if role == 'sub' else 1)
+    rows = min(rows, cfg.rollout.max_rows or rows)                                   # rows whose KV caches are alive at once
     shards = processes if trained and cfg.accel.shard == 'fsdp' and processes > 1 else 1   # FSDP: the trained state in pieces
     m = {'weights': P * b, 'weight_shards': P * b / shards * (shards > 1), 'gradients': P * b * trained / shards,
          'ddp_buckets': P * b * (trained and processes > 1 and cfg.accel.shard == 'ddp'),   # DDP reduces through a copy of the gradients

@@ -61,10 +61,12 @@ class RolloutConfig:
     max_turns_single: int = 12                   # single agent turn cap
     max_context: int = 1024                      # tokens an episode may grow to (prompt + turns + observations)
     reuse_cache: bool = True                     # keep each episode's KV cache between its turns (prefill only what is new; held while tools run)
+    max_rows: int | None = None                  # episodes sampled at once (None: all of a call's); more run group after group, with the same samples
 
     def __post_init__(self):
         for f in ('k', 'max_turns_main', 'max_turns_sub', 'max_turns_single', 'max_context'):
             if getattr(self, f) < 1: raise ValueError(f"RolloutConfig.{f} must be >= 1, got {getattr(self, f)}")
+        if self.max_rows is not None and self.max_rows < 1: raise ValueError(f"RolloutConfig.max_rows must be None or >= 1, got {self.max_rows}")
 
 # %% ../nbs/06_rollout.ipynb #963382f4
 def turn_seed(seed: int, key: Key, turn: int) -> int:
@@ -132,6 +134,8 @@ def run_tool_episodes(policy: Policy, role: str, jobs: list[tuple[Key, str]], to
     "Run one tool-loop episode of `role` ('sub' or 'single') per `(key, prompt)` job, all batched together."
     if role not in ('sub', 'single'): raise ValueError(f"run_tool_episodes runs 'sub' or 'single' episodes, got {role!r}")
     stats = Counter() if stats is None else stats
+    if cfg.max_rows and len(jobs) > cfg.max_rows:     # at most max_rows episodes hold a KV cache at once
+        return [t for i in range(0, len(jobs), cfg.max_rows) for t in run_tool_episodes(policy, role, jobs[i:i + cfg.max_rows], toolbox, cfg, seed, stats)]
     eps = [_Episode(key, role, prompt, policy, toolbox.session(repr((seed, key)))) for key, prompt in jobs]
     live, cache = list(eps), TurnCache() if cfg.reuse_cache else None
     while live:
@@ -181,6 +185,8 @@ def run_main_episodes(policy: Policy, jobs: list[tuple[Key, str]], client: SubAg
                       seed: int = 0, stats: Counter | None = None) -> list[Trajectory]:
     "Run one main-agent episode per `(key, question)` job, batched, delegating through `client`."
     stats = Counter() if stats is None else stats
+    if cfg.max_rows and len(jobs) > cfg.max_rows:     # at most max_rows episodes hold a KV cache at once
+        return [t for i in range(0, len(jobs), cfg.max_rows) for t in run_main_episodes(policy, jobs[i:i + cfg.max_rows], client, cfg, seed, stats)]
     eps = [_Episode(key, 'main', q, policy) for key, q in jobs]
     live, cache = list(eps), TurnCache() if cfg.reuse_cache else None
     while live:

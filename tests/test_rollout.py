@@ -205,3 +205,29 @@ def test_smollm2_full_main_and_sub_episode(world, toolbox):
         mask = torch.tensor(t.loss_mask, dtype=torch.bool)
         assert torch.allclose(recomputed[mask], torch.tensor(t.logprobs)[mask], atol=1e-4)
     assert stats['gen_tokens'] > 0
+
+
+def test_max_rows_caps_the_rows_sampled_at_once_and_changes_no_episode(world, warm_policies, monkeypatch):
+    "rollout.max_rows = 5: no sampling call sees more than 5 rows, and every main and sub episode is the one sampled all at once."
+    from dataclasses import replace
+    from mgrpo_ref.policy import Policy
+    torch.set_num_threads(1)
+    qs, base = world.questions['train'][:6], RolloutConfig(k=4)
+    def run(cap):
+        cfg = replace(base, max_rows=cap)
+        sub = InProcessSubAgent(warm_policies['sub'], Toolbox.for_world(world), cfg, seed=0)
+        mains, _ = rollout_mgrpo(qs, warm_policies['main'], sub, cfg, step=0, seed=0)
+        return {t.key: t for t in mains + sub.pop()}
+    rows, orig = [], Policy.sample
+    def counting(self, prompts, *a, **kw): rows.append(len(prompts)); return orig(self, prompts, *a, **kw)
+    monkeypatch.setattr(Policy, 'sample', counting)
+    whole = run(None)
+    assert max(rows) == 24                                                        # all 6 x 4 main episodes at once
+    rows.clear()
+    capped = run(5)
+    assert max(rows) <= 5
+    assert capped.keys() == whole.keys() and any(len(k) == 4 for k in whole)        # main and sub episodes
+    for k, t in whole.items():
+        assert capped[k].input_ids == t.input_ids and capped[k].loss_mask == t.loss_mask, k
+        assert max(abs(a - b) for a, b in zip(capped[k].logprobs, t.logprobs)) < 1e-4, k   # other batch shapes: float rounding only
+    with pytest.raises(ValueError, match='RolloutConfig.max_rows must be None or >= 1, got 0'): RolloutConfig(max_rows=0)
