@@ -72,6 +72,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'mgrpo_ref.config': { 'mgrpo_ref.config.AccelConfig': ('config.html#accelconfig', 'mgrpo_ref/config.py'),
                                   'mgrpo_ref.config.AccelConfig.__post_init__': ( 'config.html#accelconfig.__post_init__',
                                                                                   'mgrpo_ref/config.py'),
+                                  'mgrpo_ref.config.AccelConfig.check_processes': ( 'config.html#accelconfig.check_processes',
+                                                                                    'mgrpo_ref/config.py'),
                                   'mgrpo_ref.config.DataConfig': ('config.html#dataconfig', 'mgrpo_ref/config.py'),
                                   'mgrpo_ref.config.ModelConfig': ('config.html#modelconfig', 'mgrpo_ref/config.py'),
                                   'mgrpo_ref.config.ModelConfig.__post_init__': ( 'config.html#modelconfig.__post_init__',

@@ -81,6 +81,13 @@ class AccelConfig:
         if self.mixed_precision not in ('no', 'bf16'): raise ValueError(f"AccelConfig.mixed_precision must be 'no' or 'bf16', got {self.mixed_precision!r}")
         if self.shard not in SHARDS: raise ValueError(f"AccelConfig.shard must be one of {SHARDS}, got {self.shard!r}")
 
+    def check_processes(self, processes: int) -> None:
+        "Fail, naming the field, if an agent is pinned to a device while `processes` processes would all put it there."
+        for f in ('main_device', 'sub_device'):
+            if processes > 1 and getattr(self, f):
+                raise ValueError(f"AccelConfig.{f}={getattr(self, f)!r} places an agent for one process; with {processes} processes "
+                                 f"each uses its own device: set accel.main_device and accel.sub_device to null")
+
 @dataclass
 class TrainConfig:
     "A training run."

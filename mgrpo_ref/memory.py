@@ -109,6 +109,7 @@ def agent_memory(config, cfg: TrainConfig, role: str, processes: int = 1, acts: 
 def memory_table(cfg: TrainConfig, checkpoint: str | Path | None = None, processes: int = 1) -> list[dict]:
     "`agent_memory` of every agent of `cfg`: its model from `cfg.models.<role>`, else `checkpoint/<role>`."
     if cfg.questions_per_step % processes: raise ValueError(f"questions_per_step ({cfg.questions_per_step}) must divide by the processes ({processes})")
+    cfg.accel.check_processes(processes)
     out = []
     for role in cfg.roles:
         name = getattr(cfg.models, role) or (Path(checkpoint) / role if checkpoint else None)

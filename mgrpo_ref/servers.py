@@ -54,6 +54,7 @@ class SubServer:
         task = Task.of(task)
         self.toolbox = task.toolbox
         self.acc = acc = make_accelerator(cfg.accel)     # the sub-agent's device and precision: TrainConfig.accel; its processes
+        cfg.accel.check_processes(acc.num_processes)
         policy.model.to(cfg.accel.sub_device or acc.device)
         self.trainer = None if 'sub' not in cfg.trained_roles else AgentTrainer(
             policy, 'sub', cfg.sub_optim, cfg.loss, cfg.rollout.sub_sampling.temperature, cfg.num_iterations, acc,

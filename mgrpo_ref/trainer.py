@@ -160,6 +160,7 @@ class Trainer:
         if not self.task.train: raise ValueError("the task has no training questions")
         self.acc = accelerator or make_accelerator(cfg.accel)
         self.rank, self.processes, self.is_main = self.acc.process_index, self.acc.num_processes, self.acc.is_main_process
+        cfg.accel.check_processes(self.processes)
         if cfg.questions_per_step % self.processes:
             raise ValueError(f"TrainConfig.questions_per_step ({cfg.questions_per_step}) must divide by the number of processes ({self.processes})")
         self.out = Path(out) if out is not None else None
