@@ -101,7 +101,7 @@ the reward weights (`reward.*`), the turn caps and the sub-agent's own sampling 
 sample std (Bessel's correction) + 1e-4.
 
 Metric names. `metrics.jsonl` keeps this project's names; the trackers of `report_to` get TRL's where a metric
-means the same thing (`TRL_NAMES`, `nbs/17_trainer.ipynb`). ROLE is `main`, `sub` or `single`. Trackers also get
+means the same thing (`TRL_NAMES`, `nbs/17_trainer.ipynb`). ROLE is `main`, `sub`, `single` or `shared` (mode `shared`'s one update). Trackers also get
 `ROLE/clip_ratio/region_mean` (low + high). Every other metric (`eval/*`, `align/*`, `time/*`, `ROLE/accuracy`, ...)
 keeps its name.
 
@@ -160,7 +160,7 @@ def check_config(cfg: TrainConfig) -> list[str]:
         loader, sep, path = spec.partition(':')
         if not sep or loader not in DATASETS: problems.append(f"TrainConfig.{field_}: {spec!r} is not 'world' or LOADER:PATH (LOADER one of {sorted(DATASETS)})")
         elif not Path(path).is_file(): problems.append(f"TrainConfig.{field_}: no file at {path!r}")
-    for role in cfg.roles:
+    for role in cfg.agents:
         name = getattr(cfg.models, role)
         if name is not None and not Path(name).is_dir() and (name.startswith(('.', '/', '~')) or not _HUB_ID.fullmatch(name)):
             problems.append(f"TrainConfig.models.{role}: no model folder at {name!r} (and it is not a Hugging Face id)")
@@ -224,7 +224,7 @@ def mgrpo_train(
         acc = make_accelerator(cfg.accel)
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e: raise SystemExit(f"mgrpo-train: {e}")
     out_p = Path(out)
-    if any(r not in policies for r in cfg.roles):                         # the shipped warm start, or a fresh one written once
+    if any(r not in policies for r in cfg.agents):                        # the shipped warm start, or a fresh one written once
         start = default_start(cfg, out_p, warmstart_steps, write=acc.is_main_process)
         acc.wait_for_everyone()
         policies = {**starting_policies(cfg, start, named=False), **policies}

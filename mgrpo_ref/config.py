@@ -17,7 +17,7 @@ from .rewards import RewardConfig
 from .rollout import RolloutConfig
 
 # %% ../nbs/15_config.ipynb #b91e4b9d
-MODES = ('mgrpo', 'frozen_sub', 'frozen_main', 'mgrpo_ragged', 'single')
+MODES = ('mgrpo', 'frozen_sub', 'frozen_main', 'mgrpo_ragged', 'single', 'shared')
 TRACKERS = {'tensorboard': ('tensorboard', 'tensorboardX'), 'wandb': ('wandb',)}   # report_to names -> the packages that provide one
 
 def trackers(report_to: str) -> tuple[str, ...]:
@@ -60,6 +60,7 @@ class ModelConfig:
     main: str | None = None             # main agent: a local folder or a Hugging Face id, e.g. Qwen/Qwen3-8B
     sub: str | None = None              # sub-agent, likewise
     single: str | None = None           # the single agent of mode 'single', likewise
+    shared: str | None = None           # the one model of mode 'shared', which plays both the main agent and the sub-agent, likewise
     dtype: str = 'float32'              # the weights' dtype: 'float32' or 'bfloat16'
 
     def __post_init__(self):
@@ -126,9 +127,19 @@ class TrainConfig:
         for f in ('questions_per_step', 'num_iterations', 'eval_samples'):
             if getattr(self, f) < 1: raise ValueError(f"TrainConfig.{f} must be >= 1, got {getattr(self, f)}")
         trackers(self.report_to)
+        if self.mode == 'shared' and self.rollout.main_sampling.temperature != self.rollout.sub_sampling.temperature:
+            raise ValueError(f"TrainConfig.mode='shared' updates one model on both roles' tokens at one temperature: rollout.main_sampling.temperature "
+                             f"({self.rollout.main_sampling.temperature}) and rollout.sub_sampling.temperature ({self.rollout.sub_sampling.temperature}) must be equal")
 
     @property
-    def roles(self) -> tuple[str, ...]: return ('single',) if self.mode == 'single' else ('main', 'sub')
+    def roles(self) -> tuple[str, ...]:
+        "The roles played in an episode: the single agent, or the main agent and the sub-agent."
+        return ('single',) if self.mode == 'single' else ('main', 'sub')
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        "The models a run loads, trains and saves, one folder each: mode 'shared' has one model for both roles, the others one per role."
+        return ('shared',) if self.mode == 'shared' else self.roles
 
     @property
     def trained_roles(self) -> tuple[str, ...]:

@@ -110,6 +110,7 @@ def memory_table(cfg: TrainConfig, checkpoint: str | Path | None = None, process
     "`agent_memory` of every agent of `cfg`: its model from `cfg.models.<role>`, else `checkpoint/<role>`."
     if cfg.questions_per_step % processes: raise ValueError(f"questions_per_step ({cfg.questions_per_step}) must divide by the processes ({processes})")
     cfg.accel.check_processes(processes)
+    if cfg.mode == 'shared': raise ValueError("mode 'shared' (one model for both roles) is not modelled here: it trains on one process, like the toy runs")
     out = []
     for role in cfg.roles:
         name = getattr(cfg.models, role) or (Path(checkpoint) / role if checkpoint else None)

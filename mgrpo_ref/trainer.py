@@ -19,7 +19,7 @@ from collections import Counter
 
 from .config import TrainConfig, check_trackers, trackers
 from .data import Task
-from .learner import AgentTrainer, make_accelerator
+from .learner import AgentTrainer, SharedUpdate, make_accelerator
 from .policy import Policy
 from .rewards import SubtaskAnswers
 from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, rollout_mgrpo, rollout_single
@@ -76,7 +76,7 @@ TRL_NAMES = {    # a per-agent metric of this project -> (the name TRL's GRPOTra
     'grad_norm': ('grad_norm', "gradient norm before clipping"),
     'loss': ('loss', "the policy loss of the step"),
 }
-ROLES = ('main', 'sub', 'single')
+ROLES = ('main', 'sub', 'single', 'shared')
 
 def tracker_values(m: dict) -> dict[str, float]:
     "A metric line as trackers get it: numbers only (no step, clock time, histograms or None), per-agent names mapped by TRL_NAMES, plus TRL's clip_ratio/region_mean."
@@ -153,10 +153,13 @@ class Trainer:
                  remote_sub: Callable[[RolloutConfig, int, int | None], SubAgentClient] | None = None, accelerator=None):
         "`remote_sub(rollout, seed, need)`, if given, makes clients of a sub server elsewhere (`20_servers`), with `pop_metrics()`: then this is the main side only."
         self.remote_sub = remote_sub
-        roles = ('main',) if remote_sub else cfg.roles
+        if remote_sub and cfg.mode == 'shared':
+            raise ValueError("mode 'shared' cannot be decoupled: both roles update one set of weights, so the two servers would exchange weights or gradients every step")
+        roles = ('main',) if remote_sub else cfg.agents
         missing = [r for r in roles if r not in policies]
-        if missing: raise ValueError(f"mode {cfg.mode!r} needs policies for {list(cfg.roles)}, missing {missing}")
-        self.task, self.cfg, self.policies = Task.of(task), cfg, {r: policies[r] for r in roles}
+        if missing: raise ValueError(f"mode {cfg.mode!r} needs policies for {list(cfg.agents)}, missing {missing}")
+        self.task, self.cfg, self.policies = Task.of(task), cfg, {r: policies[r] for r in roles}   # one per model: saved, resumed
+        self.players = {r: self.policies['shared'] for r in cfg.roles} if cfg.mode == 'shared' else self.policies   # one per role: rolls out
         if not self.task.train: raise ValueError("the task has no training questions")
         self.acc = accelerator or make_accelerator(cfg.accel)
         self.rank, self.processes, self.is_main = self.acc.process_index, self.acc.num_processes, self.acc.is_main_process
@@ -169,15 +172,22 @@ class Trainer:
         toolbox = self.task.toolbox
         store = store or MemoryStore()
         temp = {'main': cfg.rollout.main_sampling.temperature, 'single': cfg.rollout.main_sampling.temperature,
-                'sub': cfg.rollout.sub_sampling.temperature}
-        device = {'main': cfg.accel.main_device, 'single': cfg.accel.main_device, 'sub': cfg.accel.sub_device}
+                'sub': cfg.rollout.sub_sampling.temperature, 'shared': cfg.rollout.main_sampling.temperature}   # shared: the two are equal
+        device = {'main': cfg.accel.main_device, 'single': cfg.accel.main_device, 'sub': cfg.accel.sub_device, 'shared': cfg.accel.main_device}
         for r, p in self.policies.items(): p.model.to(device[r] or self.acc.device)        # frozen agents too
         make = lambda r, o: AgentTrainer(policies[r], r, o, cfg.loss, temp[r], cfg.num_iterations, self.acc, device[r],
                                          cfg.accel.gradient_checkpointing, cfg.accel.shard)
         self.trainers: dict[str, AgentTrainer] = {}
+        self.shared = None                                # mode 'shared': the one update of both roles' batches
         if cfg.mode == 'single':
             self.trainers['single'] = make('single', cfg.main_optim)
             self.single = SingleSide(policies['single'], self.trainers['single'], toolbox, cfg)
+        elif cfg.mode == 'shared':                        # one model plays both roles; each side hands its batch to one update
+            self.trainers['shared'] = make('shared', cfg.main_optim)
+            self.shared, p = SharedUpdate(self.trainers['shared']), policies['shared']
+            expert = SubtaskAnswers(self.task.world) if self.task.world else None
+            self.sub = SubSide(p, self.shared.part('sub'), toolbox, store, cfg, expert)
+            self.main = MainSide(p, self.shared.part('main'), self.sub, store, cfg, self.acc)
         else:
             if 'main' in cfg.trained_roles: self.trainers['main'] = make('main', cfg.main_optim)
             if remote_sub: self.sub, client = None, remote_sub(cfg.rollout, cfg.seed, None)
@@ -207,6 +217,7 @@ class Trainer:
         qs, at = self.questions(step), time.time()
         if self.cfg.mode == 'single': m = self.single.step(step, qs)
         else: m = {**self.main.step(step, qs), **(self.sub.step(step) if self.sub else self.main.client.pop_metrics())}
+        if self.shared: m.update(prefixed('shared', self.shared.step()))
         return {'step': step + 1, 'time/at': at, **merge_metrics(self._gather(m))}
 
     def evaluate(self, done: int = 0) -> dict:
@@ -214,7 +225,7 @@ class Trainer:
         c = self.cfg
         if not self.task.test: return {}
         sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
-        shares = self._gather(evaluate_system(self.task, self.policies, c.mode, c.rollout, c.eval_samples, c.eval_questions,
+        shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions,
                                               seed=c.seed + 10**6, sub_client=sub, shard=(self.rank, self.processes)))
         n = sum(s['questions'] for s in shares)
         return {k: sum(s[k] * s['questions'] for s in shares) / max(n, 1) if k != 'questions' else n for k in shares[0]}
@@ -319,25 +330,25 @@ def plot_run(history: list[dict], title: str = ''):
 # %% ../nbs/17_trainer.ipynb #32594e31
 def warm_start_folder(world: World, cfg: TrainConfig, out: str | Path, steps: int | None = None, world_seed: int = 0) -> Path:
     "Warm-start the policies `cfg` needs (`steps` SFT steps per role, default WarmStartConfig's) and save them in `out/warmstart`."
-    from mgrpo_ref.warmstart import WarmStartConfig, save_policies, warm_start
+    from mgrpo_ref.warmstart import WarmStartConfig, save_policies, warm_start, warm_start_shared
     wcfg = WarmStartConfig(seed=cfg.seed) if steps is None else WarmStartConfig(seed=cfg.seed, steps_main=steps, steps_sub=steps, steps_single=steps)
-    policies, _ = warm_start(world, wcfg)
+    policies = {'shared': warm_start_shared(world, wcfg)[0]} if cfg.mode == 'shared' else warm_start(world, wcfg)[0]
     return save_policies(policies, Path(out) / 'warmstart', meta={'config': asdict(wcfg), 'world_seed': world_seed})
 
 def default_start(cfg: TrainConfig, out: str | Path, steps: int | None = None, write: bool = True) -> Path:
     "Where a run without a checkpoint starts: the shipped warm start if it was made for `cfg`'s world and no SFT `steps` are asked for, else a fresh warm start in `out/warmstart` (made only if `write`: in one process of several)."
     from mgrpo_ref.warmstart import shipped_warmstart
     shipped = shipped_warmstart(cfg.data.world_seed) if steps is None else None
-    if shipped is not None: return shipped
+    if shipped is not None and all((shipped / a).is_dir() for a in cfg.agents): return shipped
     if write: warm_start_folder(build_world(WorldConfig(seed=cfg.data.world_seed)), cfg, out, steps, cfg.data.world_seed)
     return Path(out) / 'warmstart'
 
 def starting_policies(cfg: TrainConfig, checkpoint: str | Path | None, named: bool = True,
                       roles: tuple[str, ...] | None = None) -> dict[str, Policy]:
-    "The policies `roles` (default: the mode's) start from: a role's `TrainConfig.models` checkpoint (a folder or a Hugging Face id) if `named`, else `checkpoint/<role>`; roles with neither are left out."
+    "The policies `roles` (default: the mode's models, `cfg.agents`) start from: a role's `TrainConfig.models` checkpoint (a folder or a Hugging Face id) if `named`, else `checkpoint/<role>`; roles with neither are left out."
     dtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16}[cfg.models.dtype]
     out = {}
-    for r in roles or cfg.roles:
+    for r in roles or cfg.agents:
         name, where = getattr(cfg.models, r) if named else None, f'TrainConfig.models.{r}'
         if name is None:
             if checkpoint is None: continue

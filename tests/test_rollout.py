@@ -231,3 +231,32 @@ def test_max_rows_caps_the_rows_sampled_at_once_and_changes_no_episode(world, wa
         assert capped[k].input_ids == t.input_ids and capped[k].loss_mask == t.loss_mask, k
         assert max(abs(a - b) for a, b in zip(capped[k].logprobs, t.logprobs)) < 1e-4, k   # other batch shapes: float rounding only
     with pytest.raises(ValueError, match='RolloutConfig.max_rows must be None or >= 1, got 0'): RolloutConfig(max_rows=0)
+
+
+def test_the_budget_rule_ends_episodes_the_same_way_for_every_role(world, toolbox, policies):
+    """rollout.max_context is one rule for the main agent, the sub-agent and the single agent: an episode whose
+    next turn (or next observation and a turn) would not fit ends there, as a format failure (reward 0), never
+    longer than the budget; a sub-agent's cut episode reports 'no result' and its main episode goes on."""
+    from mgrpo_ref.rewards import RewardConfig, score_mains, score_subs
+    qs = world.questions['test'][:4]
+    answers = {q.qid: q.answer for q in qs}
+    cut = Counter()
+    for budget in (60, 90, 120, 160, 240):
+        cfg = RolloutConfig(k=2, max_context=budget)
+        client = InProcessSubAgent(RulePolicy(policies[1]), toolbox, cfg)
+        mains, _ = rollout_mgrpo(qs, RulePolicy(policies[0]), client, cfg)
+        subs = client.pop()
+        singles, _ = rollout_single(qs, RulePolicy(policies[1]), toolbox, cfg)
+        r_main, records = score_mains(mains, answers, RewardConfig())
+        r_single, _ = score_mains(singles, answers, RewardConfig())
+        r_sub = score_subs(subs, records, RewardConfig(beta_exp=0.5))
+        for trajs, rewards in ((mains, r_main), (subs, r_sub), (singles, r_single)):
+            for t, r in zip(trajs, rewards):
+                assert len(t.input_ids) <= budget or not t.turns, (t.role, budget, len(t.input_ids))   # (a prompt too long for one turn: no turn)
+                if t.finish != 'context': continue
+                cut[t.role] += 1
+                assert not t.format.ok and 'context budget exhausted' in t.format.error and r == 0.0
+        for m in mains:                                   # a cut sub-episode is a report of 'no result', and the main goes on
+            for sk, rep in zip(m.sub_keys, m.reports):
+                if next(s for s in subs if s.key == sk).finish == 'context': assert rep is None
+    assert set(cut) == {'main', 'sub', 'single'}, cut     # every role met the budget somewhere in the sweep
