@@ -1,16 +1,20 @@
 # The commands of the README:
 #   make demo        train M-GRPO on the toy world from the shipped warm start (mgrpo_ref/checkpoints/), curves and summary in runs/demo
-#   make test        everything CI checks: install, notebooks <-> package sync, every notebook, pytest
+#   make test        everything CI checks: install, notebooks <-> package sync, every notebook, the website builds, pytest
 #   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
 #   make experiment  the paper's comparison: its 4 arms x 3 seeds from the warm start, results in runs/experiment
 #   make ablations   every named arm x 3 seeds (reuses the experiment's runs), ablations.* in runs/experiment
 #   make warmstarts  the headline arms from warm starts 1 and 2 as well (warm start 0 is runs/warmstart), per warm start and pooled
 #   make longer      mgrpo, mgrpo_outcome and single for 300 steps (each resumes its 100-step run), longer.* in runs/longer
 #   make audit       the delegations of mgrpo's and mgrpo_outcome's checkpoints at 100 and 300 steps, audit.* in runs/longer
+#   make contrasts   when does M-GRPO win: the context-budget sweep, then two models vs one shared (and one parameter-matched)
+#                    vs one agent at two budgets x 3 warm starts x 3 seeds, resuming from results/contrasts; docs/contrasts.*
 #   make docs        copy the experiment's and the ablations' tables and figures into docs/ (shown in the README)
 #   make exercises   check your answers in exercises/mgrpo_exercises.py (EX=path/to/yours.py to check another file)
 #   make notebooks-kernel  every notebook run top to bottom in a Jupyter kernel as a learner would (no IN_TEST, slow cells too), timed
 #   make bench       speed: the GRPO step against TRL's GRPOTrainer, an M-GRPO step by phase, scaling; logs in runs/bench
+#   make site        the website in _site/: every notebook a page with its committed outputs (none executed), offline
+#   make site-check  the built site in headless Chromium: math typeset, figures present, links resolve; screenshots in _site/_check
 # Both create .venv on first use and install the pinned CPU torch before the package.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -21,13 +25,13 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: exercises install demo world warmstart experiment ablations warmstarts longer audit docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean
+.PHONY: exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean site site-check
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q -e ".[dev,bench]"
+	$(BIN)/python -m pip install -q -e ".[dev,bench,site]"
 	touch $@
 
 install: $(STAMP)
@@ -89,6 +93,14 @@ longer: $(STAMP) $(WARM)
 audit: $(STAMP)
 	$(BIN)/mgrpo-audit --folders runs/experiment,runs/longer --arms mgrpo,mgrpo_outcome --seeds $(LONG_SEEDS) --out runs/longer --table audit
 
+# when does M-GRPO win (21b_contrasts): the budget sweep of the scripted and warm-started agents (docs/budget_sweep.*), then
+# mgrpo, shared, shared_matched, single and frozen_sub at rollout.max_context 384 and 1024, from warm starts 0-2 x seeds 0-2.
+# It restores results/contrasts first (the committed warm starts and finished runs: it trains only what is missing) and
+# archives each finished run there, so a run cut short by the end of a session is the only work lost
+contrasts: $(STAMP)
+	test -f docs/budget_sweep.csv || $(BIN)/mgrpo-contrasts --sweep
+	$(BIN)/mgrpo-contrasts
+
 # the README's tables and figures, from the finished experiment and ablations (and the decoupled timeline, if bench/decoupled.py ran)
 docs: runs/experiment/results.md
 	mkdir -p docs && cp runs/experiment/results.* runs/experiment/results_diagnostics.png runs/experiment/results_steps.csv docs/
@@ -108,7 +120,7 @@ bench: $(STAMP) $(WARM)
 	cp runs/bench/scaling.png docs/
 bench: SHELL := /bin/bash
 
-test: sync notebooks pytest
+test: sync notebooks site pytest
 
 # nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/, of configs/README.md and of
 # train_mgrpo.py (mgrpo-train as a file for torchrun; both written by mgrpo-config from nbs/22_cli.ipynb).
@@ -142,7 +154,7 @@ slow: smollm2
 	$(BIN)/nbdev-test --n-workers 1 --flags slow --cell-timeout 7200
 	$(BIN)/python -m pytest -q -p no:cacheprovider --runslow
 
-# the four exercises (group advantages, alignment, R_S, the clipped surrogate) against the tests their solutions pass
+# the five exercises (group advantages, alignment, R_S, the clipped surrogate, the sub-agent's side of a step) against the tests their solutions pass
 EX ?= exercises/mgrpo_exercises.py
 exercises: $(STAMP)
 	MGRPO_EXERCISES=$(EX) $(BIN)/python -m pytest -q -p no:cacheprovider tests/exercises
@@ -150,5 +162,22 @@ exercises: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab nbs
 
+# the website: every notebook of nbs/ a page with its committed outputs (never executed), the pages of site/ (cheat sheet,
+# glossary, results from docs/), the sidebar in site/toc.yml; Sphinx + myst-nb + sphinx-book-theme (the `site` extra),
+# MathJax from npm copied into the site, so that nothing loads from the network; then every internal link checked
+MATHJAX := build/npm/node_modules/mathjax/es5/tex-chtml.js
+$(MATHJAX):
+	mkdir -p build/npm && npm install --no-save --no-audit --no-fund --prefix build/npm mathjax@3.2.2
+
+site: $(STAMP) $(MATHJAX)
+	$(BIN)/python site/build.py --out _site
+	$(BIN)/python site/check.py --site _site --links-only
+
+# the built site in a real headless browser with no network (site/check.py); installs Debian's chromium-headless-shell if missing
+site-check: site
+	command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -q chromium-headless-shell; }
+	$(BIN)/python site/check.py --site _site
+
 clean:
-	rm -rf runs .pytest_cache .hypothesis
+	rm -rf runs .pytest_cache .hypothesis _site build/site

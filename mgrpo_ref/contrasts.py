@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['BUDGETS', 'context_needed', 'oracle_budget_sweep', 'policy_budget_sweep', 'plot_budget_sweep', 'warmstart_dir',
-           'experiment_dir', 'prepare_warmstarts', 'archive_results', 'restore_results', 'half_gain_step', 'efficiency',
-           'contrast_runs', 'paired', 'contrast_table', 'efficiency_table', 'plot_contrasts', 'mgrpo_contrasts']
+           'experiment_dir', 'agent_sets', 'prepare_warmstarts', 'archive_results', 'restore_results', 'half_gain_step',
+           'efficiency', 'contrast_runs', 'paired', 'contrast_table', 'efficiency_table', 'plot_contrasts',
+           'mgrpo_contrasts']
 
 # %% ../nbs/21b_contrasts.ipynb #f36fbc5e
 import gzip, json, math, shutil, time
@@ -80,8 +81,10 @@ def plot_budget_sweep(df: pd.DataFrame, chosen: int | None = None):
         g = g.sort_values('budget'); ls = '--' if agents == 'oracle' else '-'
         axes[0].plot(g.budget, g.accuracy, ls, marker='o', ms=3, color=color[system], label=f'{system} ({agents})')
         axes[1].plot(g.budget, g.cut, ls, marker='o', ms=3, color=color[system], label=f'{system} ({agents})')
+        if 'cut_sub' in g and g.cut_sub.notna().any():                                   # the warm start's sub-episodes
+            axes[1].plot(g.budget, g.cut_sub, ':', marker='x', ms=4, color=color[system], label=f'{system} ({agents}): sub-episodes')
     axes[0].set(title='accuracy under one budget for every agent', ylabel='held-out accuracy', ylim=(-0.02, 1.02))
-    axes[1].set(title='episodes the budget ends (two agents: main or any sub)', ylabel='share of questions / main episodes', ylim=(-0.02, 1.02))
+    axes[1].set(title='episodes the budget ends', ylabel='oracle: questions; warm start: episodes', ylim=(-0.02, 1.02))
     for ax in axes:
         ax.set_xlabel('rollout.max_context (tokens)'); ax.invert_xaxis()
         if chosen: ax.axvline(chosen, color='k', lw=0.8, ls=':')
@@ -106,13 +109,24 @@ def _make_warmstart(world_seed: int, w: int, agents: str, folder: str) -> str:
         (Path(folder) / agents / 'warmstart.json').write_text(json.dumps({**meta, 'model': asdict(SHARED_AGENTS[agents])}, indent=1) + '\n')
     return folder
 
-def prepare_warmstarts(out: str | Path, warmstarts, archive: str | Path | None = None, world_seed: int = 0, workers: int = 2) -> None:
-    "Fill OUT/warmstart-seed{w} with main/, sub/, single/, shared/ and shared_matched/: from the shipped warm start (w = 0), else from `archive`, else made (in `workers` processes)."
+def agent_sets(arms) -> tuple[str, ...]:
+    "The warm-start agent sets `arms` need: 'distinct' (main/, sub/, single/) and each shared folder an arm loads."
+    need = set()
+    for a in arms:
+        folders = dict(p.split('=') for p in ARMS[a].folders.split(',') if p)
+        if ARMS[a].mode == 'shared': need.add(folders.get('shared', 'shared'))
+        else: need |= {f if f in SHARED_AGENTS else 'distinct' for f in (folders.get(r, r) for r in ('main', 'sub', 'single'))}
+    return tuple(s for s in ('distinct', *SHARED_AGENTS) if s in need)
+
+def prepare_warmstarts(out: str | Path, warmstarts, archive: str | Path | None = None, world_seed: int = 0, workers: int = 2,
+                       sets: tuple[str, ...] = ('distinct', *SHARED_AGENTS)) -> None:
+    "Fill OUT/warmstart-seed{w} with the agent sets `sets` (main/, sub/ and single/; shared/; shared_matched/): from the shipped warm start (w = 0), else from `archive`, else made (in `workers` processes)."
     jobs = []
     for w in warmstarts:
         d = warmstart_dir(out, w); d.mkdir(parents=True, exist_ok=True)
         shipped = shipped_warmstart(world_seed) if w == 0 else None
         for agents, folders in (('distinct', ('main', 'sub', 'single')), *((a, (a,)) for a in SHARED_AGENTS)):
+            if agents not in sets: continue
             for src in (shipped, Path(archive) / 'warmstarts' / f'seed{w}' if archive else None):
                 if src is not None and not (d / folders[0]).exists() and all((src / f).is_dir() for f in folders):
                     for f in folders: shutil.copytree(src / f, d / f)
@@ -198,7 +212,7 @@ def paired(df: pd.DataFrame, arm: str, base: str, col: str = 'after') -> pd.Seri
 def contrast_table(df: pd.DataFrame, col: str = 'after') -> str:
     "Markdown: per budget, each warm start and pooled, every arm's `col` (mean ± sd over seeds) and mgrpo's paired differences against shared, shared_matched and single."
     arms = [a for a in CONTRASTS if a in set(df.arm)]
-    vs = [a for a in ('shared', 'shared_matched', 'single') if a in arms and 'mgrpo' in arms]
+    vs = [a for a in ('shared', 'shared_matched', 'mgrpo_from_shared', 'single') if a in arms and 'mgrpo' in arms]
     lines = ['| budget | warm start | runs | ' + ' | '.join(f'`{a}`' for a in arms) + ' | ' + ' | '.join(f'`mgrpo` − `{a}` (ahead)' for a in vs) + ' |',
              '|---' * (3 + len(arms) + len(vs)) + '|']
     for b, gb in df.groupby('budget', sort=False):
@@ -263,18 +277,20 @@ def mgrpo_contrasts(
     if bad: raise SystemExit(f"mgrpo-contrasts: unknown arms {bad}; the arms are {list(ARMS)}")
     Path(docs).mkdir(parents=True, exist_ok=True)
     if sweep:
+        import torch; torch.set_num_threads(1)           # tiny models: a second thread only waits for the other core
         world, sweep_budgets = build_world(WorldConfig()), (1024, 768, 640, 512, 448, 384, 352, 320, 288, 256, 224)
-        prepare_warmstarts(out, (0,), archive, workers=workers)
-        df = pd.concat([oracle_budget_sweep(world, sweep_budgets), policy_budget_sweep(world, warmstart_dir(out, 0), sweep_budgets, questions)], ignore_index=True)
+        prepare_warmstarts(out, (0,), archive, workers=workers, sets=('distinct', 'shared'))   # (and shared_matched/, if made)
+        policy_budgets = (1024, 768, 512, 448, 384, 320, 256)                          # rollouts cost: fewer points than the oracle's
+        df = pd.concat([oracle_budget_sweep(world, sweep_budgets), policy_budget_sweep(world, warmstart_dir(out, 0), policy_budgets, questions)], ignore_index=True)
         df.to_csv(Path(docs) / 'budget_sweep.csv', index=False)
         fig = plot_budget_sweep(df, chosen=BUDGETS[-1]); fig.savefig(Path(docs) / 'budget_sweep.png', dpi=110); plt.close(fig)
         print(df.pivot_table(index=['agents', 'system'], columns='budget', values='accuracy', sort=False).iloc[:, ::-1].round(3).to_string())
         return
     if not tables:
         print(f"restored {restore_results(archive, out)} archived runs")
-        prepare_warmstarts(out, ws, archive, workers=workers)
-        archive_results(out, archive, bs, ws)
-        for w in ws:
+        for w in ws:                                     # one warm start at a time: its models, then its runs
+            prepare_warmstarts(out, (w,), archive, workers=workers, sets=agent_sets(names))
+            archive_results(out, archive, bs, (w,))
             for b in sorted(bs):
                 train = TrainConfig.from_dict(deep_merge(_plain(TrainConfig()), {'rollout': {'max_context': b}}))
                 t0 = time.perf_counter()

@@ -46,10 +46,11 @@ ARMS = {
     'single':            Arm('single', '', "one agent does everything, rewarded by R_M (the paper's single-agent baseline)"),
     'shared':            Arm('shared', '', "one model plays main and sub (the warm start's shared/), one update on the sum of both roles' losses"),
     'shared_matched':    Arm('shared', '', "as shared, with a model of as many parameters as main + sub together (shared_matched/)", 'shared=shared_matched'),
+    'mgrpo_from_shared': Arm('mgrpo', '', "two distinct models as in mgrpo, both starting from the shared warm start: shared training, or the shared warm start?", 'main=shared,sub=shared'),
 }
 HEADLINE = ('mgrpo', 'frozen_sub', 'single', 'mgrpo_ragged')   # `make experiment`: the paper's comparison
-ABLATIONS = tuple(a for a in ARMS if ARMS[a].mode != 'shared')  # `make ablations`: every arm of two models or one agent
-CONTRASTS = ('mgrpo', 'shared', 'shared_matched', 'single', 'frozen_sub')   # `make contrasts`: distinct vs shared, two agents vs one
+ABLATIONS = tuple(a for a in ARMS if ARMS[a].mode != 'shared' and not ARMS[a].folders)  # `make ablations`: the arms from the distinct warm start
+CONTRASTS = ('mgrpo', 'shared', 'shared_matched', 'mgrpo_from_shared', 'single', 'frozen_sub')   # `make contrasts`: distinct vs shared, two agents vs one
 
 @dataclass
 class ExperimentConfig:
@@ -262,7 +263,7 @@ def paired_table(df: pd.DataFrame, base: str | None = None) -> str:
 
 COLORS = {'mgrpo': '#d62728', 'frozen_sub': '#1f77b4', 'single': '#9467bd', 'mgrpo_ragged': '#ff7f0e', 'frozen_main': '#2ca02c',
           'mgrpo_outcome': '#8c564b', 'mgrpo_per_rollout': '#e377c2', 'mgrpo_dmax1': '#bcbd22', 'mgrpo_dmax3': '#17becf', 'mgrpo_dmax4': '#7f7f7f',
-          'shared': '#e6550d', 'shared_matched': '#fdae6b'}
+          'shared': '#e6550d', 'shared_matched': '#fdae6b', 'mgrpo_from_shared': '#637939'}
 
 def plot_comparison(cv: pd.DataFrame, title: str = 'Held-out accuracy (test split)'):
     "Mean ± std across seeds of held-out accuracy against the step, per arm; sampled and greedy panels."

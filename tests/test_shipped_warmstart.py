@@ -9,7 +9,7 @@ README = Path(__file__).parents[1] / 'mgrpo_ref' / 'checkpoints' / 'README.md'
 def test_shipped_hashes_match_readme():
     folder = shipped_warmstart()
     listed = dict((p, h) for h, p in re.findall(r'^([0-9a-f]{64})  (\S+)$', README.read_text(), re.M))
-    assert sorted(listed) == [f'{r}/model.safetensors' for r in sorted(ROLES)]
+    assert sorted(listed) == [f'{r}/model.safetensors' for r in sorted((*ROLES, 'shared'))]
     for path, digest in listed.items():
         assert hashlib.sha256((folder / path).read_bytes()).hexdigest() == digest, path
     assert sorted(load_policies(folder)) == sorted(ROLES)
@@ -31,6 +31,6 @@ def test_shipped_is_package_data(tmp_path):
     assert r.returncode == 0, r.stderr
     import zipfile
     names = zipfile.ZipFile(next(tmp_path.glob('*.whl'))).namelist()
-    for role in ROLES:
+    for role in (*ROLES, 'shared'):
         assert f'mgrpo_ref/checkpoints/warmstart/{role}/model.safetensors' in names
     assert 'mgrpo_ref/checkpoints/warmstart/warmstart.json' in names
