@@ -24,12 +24,19 @@ setup(
     classifiers=[f"Development Status :: {cfg['status']} - {statuses[int(cfg['status'])]}",
                  'Programming Language :: Python :: 3'],
     python_requires=f">={cfg['min_python']}",
-    packages=find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
-    include_package_data=True,
-    package_data={cfg['lib_path']: ['checkpoints/README.md', 'checkpoints/warmstart/*', 'checkpoints/warmstart/*/*']},   # the shipped warm start
+    packages=find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*'], exclude=[cfg['lib_path'] + '.checkpoints*']),
+    # the shipped warm start (mgrpo_ref/checkpoints/, every file at any depth) is package data, not a package: its folders
+    # hold no Python, so they are left out of `packages` and named by one recursive glob. include_package_data stays off:
+    # with it on, setuptools takes each data folder for an undeclared package and prints a "Package would be ignored" box.
+    include_package_data=False,
+    package_data={cfg['lib_path']: ['checkpoints/**/*']},
+    # the flat layout said explicitly: `pip install -e .` then puts this folder on sys.path (a .pth file, what `setup.py
+    # develop` did) instead of installing a meta path finder, which setuptools announces with an "Editable installation"
+    # box on every install. The wheel is the same either way (tests/test_package.py).
+    package_dir={'': '.'},
     install_requires=cfg['requirements'].split(),
     extras_require={'dev': cfg['dev_requirements'].split(), 'bench': cfg['bench_requirements'].split(),
-                    'track': cfg['track_requirements'].split()},
+                    'track': cfg['track_requirements'].split(), 'site': cfg['site_requirements'].split()},
     entry_points={'console_scripts': cfg['console_scripts'].split(),
                   'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,

@@ -1,10 +1,11 @@
-"""Exercises: four pieces of M-GRPO to write yourself. Fill in each function, then check it with the project's tests:
+"""Exercises: five pieces of M-GRPO to write yourself. Fill in each function, then check it with the project's tests:
 
     MGRPO_EXERCISES=exercises/mgrpo_exercises.py .venv/bin/python -m pytest tests/exercises -k advantages
-    (or -k alignment, -k reward, -k surrogate; `make exercises` runs all four)
+    (or -k alignment, -k reward, -k surrogate, -k step; `make exercises` runs all five)
 
-Each function says what it must return. The notebook named beside it explains the idea, and `exercises/solutions.py`
-holds the answers (thin wrappers around this project's own implementation). Only the standard library is needed.
+The first four are single formulas; the fifth, `sub_step`, is the sub-agent's side of a whole training step and uses
+the others. Each function says what it must return. The notebook named beside it explains the idea, and
+`exercises/solutions.py` holds one way to write them (plain Python and torch). Only the standard library is needed.
 """
 import random
 
@@ -39,3 +40,26 @@ def clipped_surrogate(logp: list[list[float]], old_logp: list[list[float]], adv:
     and term = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A) with A its trajectory's advantage; average the
     terms of each trajectory, then average over the trajectories that have any mask-1 token."""
     raise NotImplementedError('clipped_surrogate: write it (11_loss)')
+
+
+def sub_step(records: dict[tuple, dict], subs: list, expert, d_max: int = 2, seed: int = 0, beta_fmt: float = 0.1,
+             beta_out: float = 0.9, beta_exp: float = 0.5) -> tuple[list, list[float]]:
+    """The sub-agent's side of one training step, up to its update (13_step: `SubSide.step`).
+
+    records: one per main rollout of the step, as the statistics store gives them: key (step, qid, k) ->
+             {'R_M': float, 'correct': float, 'format_ok': bool, 'd_k': int, ...}. A rollout that never delegated
+             (d_k = 0) has a record too. This is all the sub side learns of the main agent's rollouts.
+    subs:    the step's sub-trajectories (`mgrpo_ref.rollout.Trajectory`): `.key` is (step, qid, k, i), the i-th
+             delegation of main rollout (step, qid, k); `.format.ok` whether it is well-formed; `.prompt` the sub-task
+             it was given; `.output` its report (None when malformed).
+    expert:  expert(task, report) -> r_exp: 1.0 if the report holds the true answer of that sub-task, else 0.0.
+
+    1. R_S of every sub-trajectory (`sub_reward` above), with the outcome `correct` of the main rollout it served,
+       read from that rollout's record, and r_exp = expert(its task, its report);
+    2. alignment (`align_rollouts` above): every main rollout of `records` gets exactly d_max slots; list the
+       rollouts with each one's sub-trajectory keys in delegation order (by i);
+    3. Â_S (`group_advantages` above) over the non-empty slots of one question (the same (step, qid)): a
+       sub-trajectory that fills two slots counts twice; an empty slot (None) is in no group and trains nothing.
+    Return what the sub-agent's update is given: the trajectory of every non-empty slot (a duplicated one as often as it
+    fills a slot) and, in the same order, each one's advantage. Draw every random choice from random.Random(seed)."""
+    raise NotImplementedError('sub_step: write it (13_step)')

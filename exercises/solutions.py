@@ -1,32 +1,70 @@
-"""The solutions of exercises/mgrpo_exercises.py: the same functions, computed by this project's implementation."""
-import torch
+"""One way to solve exercises/mgrpo_exercises.py, written as a learner would: plain Python, and torch for the loss.
+Nothing here calls mgrpo_ref; the tests in tests/exercises check these against the package's own reference loops."""
+import random
 
-from mgrpo_ref.advantages import group_advantages as _group_advantages
-from mgrpo_ref.alignment import align_to_dmax
-from mgrpo_ref.loss import LossConfig, clipped_surrogate as _clipped_surrogate
-from mgrpo_ref.rewards import RewardConfig, sub_reward as _sub_reward
+import torch
 
 
 def group_advantages(rewards: list[float], groups: list) -> list[float]:
-    ids = {g: i for i, g in enumerate(dict.fromkeys(groups))}
-    adv, _ = _group_advantages(torch.tensor(rewards, dtype=torch.float64), torch.tensor([ids[g] for g in groups]))
-    return adv.tolist()
-
-
-def align_rollouts(rollouts, d_max, seed=0):
-    al = align_to_dmax(rollouts, d_max, 'fill_from_query', seed=seed)
-    out = {tuple(k): [] for k, _ in rollouts}
-    for rollout, slot in zip(al.rollout, al.slots): out[tuple(rollout)].append(slot)
+    members = {}                                        # group -> the indices of its elements
+    for i, g in enumerate(groups): members.setdefault(g, []).append(i)
+    out = [0.0] * len(rewards)
+    for idx in members.values():
+        rs = [rewards[i] for i in idx]
+        if max(rs) == min(rs): continue                 # all equal: no signal, advantages stay 0
+        mean = sum(rs) / len(rs)
+        std = (sum((r - mean) ** 2 for r in rs) / len(rs)) ** 0.5   # population std (ddof = 0)
+        for i in idx: out[i] = (rewards[i] - mean) / (std + 1e-6)
     return out
 
 
+def align_rollouts(rollouts, d_max, seed=0):
+    rng = random.Random(seed)
+    slots = {}
+    for key, subs in rollouts:                          # rollouts that delegated: drop or duplicate
+        key, subs = tuple(key), [tuple(s) for s in subs]
+        if len(subs) >= d_max: slots[key] = rng.sample(subs, d_max)
+        elif subs: slots[key] = subs + [rng.choice(subs) for _ in range(d_max - len(subs))]
+    kept = {}                                           # question (step, qid) -> what its delegating rollouts kept
+    for key, chosen in slots.items():
+        for s in chosen:
+            if s not in kept.setdefault(key[:2], []): kept[key[:2]].append(s)
+    for key, subs in rollouts:                          # rollouts that never delegated: fill from the question, or empty
+        key = tuple(key)
+        if key in slots: continue
+        pool = kept.get(key[:2], [])
+        slots[key] = [rng.choice(pool) for _ in range(d_max)] if pool else [None] * d_max
+    return {tuple(key): slots[tuple(key)] for key, _ in rollouts}
+
+
 def sub_reward(format_ok, main_correct, expert, beta_fmt=0.1, beta_out=0.9, beta_exp=0.0):
-    return _sub_reward(format_ok, main_correct, expert, RewardConfig(beta_fmt=beta_fmt, beta_out=beta_out, beta_exp=beta_exp))
+    if not format_ok: return 0.0                        # the format gate
+    return beta_fmt + beta_out * main_correct + beta_exp * expert
 
 
 def clipped_surrogate(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.28):
-    T = max(len(m) for m in mask)
-    pad = lambda rows, v: torch.tensor([list(r) + [v] * (T - len(r)) for r in rows], dtype=torch.float64)
-    loss, _ = _clipped_surrogate(pad(logp, 0.0), pad(old_logp, 0.0), torch.tensor(adv, dtype=torch.float64), pad(mask, 0),
-                                 LossConfig(eps_low=eps_low, eps_high=eps_high))
-    return loss.item()
+    T = max(len(row) for row in mask)
+    pad = lambda rows: torch.tensor([list(row) + [0] * (T - len(row)) for row in rows], dtype=torch.float64)
+    logp, old_logp, mask = pad(logp), pad(old_logp), pad(mask) > 0         # (N, T) each
+    A = torch.tensor(adv, dtype=torch.float64)[:, None]                    # (N, 1)
+    ratio = torch.exp(logp - old_logp)                                     # (N, T)
+    term = -torch.minimum(ratio * A, ratio.clamp(1 - eps_low, 1 + eps_high) * A)   # (N, T)
+    term = torch.where(mask, term, 0.0)                                    # (N, T) masked tokens do not count
+    n = mask.sum(1)                                                        # (N,) loss tokens per trajectory
+    per_traj = term.sum(1)[n > 0] / n[n > 0]                               # (N',) token mean of each trajectory with tokens
+    return per_traj.mean().item()                                          # then the mean over trajectories
+
+
+def sub_step(records, subs, expert, d_max=2, seed=0, beta_fmt=0.1, beta_out=0.9, beta_exp=0.5):
+    by_key = {tuple(s.key): s for s in subs}
+    # 1. R_S: the sub-trajectory's own format, its main rollout's outcome (from the record), the expert term
+    r_sub = {key: sub_reward(s.format.ok, records[key[:3]]['correct'], expert(s.prompt, s.output), beta_fmt, beta_out, beta_exp)
+             for key, s in by_key.items()}
+    # 2. alignment: every rollout that has a record, with its sub-trajectories in delegation order
+    children = {tuple(key): [] for key in records}
+    for key in sorted(by_key, key=lambda key: key[3]): children[key[:3]].append(key)
+    slots = align_rollouts(list(children.items()), d_max, seed)
+    filled = [s for rollout in slots.values() for s in rollout if s is not None]   # empty slots train nothing
+    # 3. Â_S per question over its filled slots (a duplicate counts as often as it fills a slot)
+    adv = group_advantages([r_sub[s] for s in filled], [s[:2] for s in filled])
+    return [by_key[s] for s in filled], adv

@@ -8,6 +8,7 @@ __all__ = ['HEAD_CHUNK', 'StopStrings', 'SamplingConfig', 'Sample', 'sample', 'T
 
 # %% ../nbs/05b_policy.ipynb #d2daa823
 import json, re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,9 +95,9 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
     ids, new = ids.to(dev), new.to(dev)
     pos = torch.tensor(start, device=dev)[:, None] + (new.cumsum(-1) - 1).clamp_min(0)  # (B, n) true positions
     mask = torch.cat([mask, new], dim=1)                                      # (B, C+n) which cache slots hold real tokens
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=kv, use_cache=True,
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, cache=kv, use_cache=True,
                 logits_to_keep=1)   # only the last position's logits: (B, n, V) of a long prompt with a 150k-token vocabulary would not fit in memory
-    kv, logits = out.past_key_values, out.logits[:, -1].float()               # (B, V)
+    kv, logits = out.cache, out.logits[:, -1].float()                         # (B, V)
     next_pos = pos[:, -1] + 1                                                 # (B,)
     fed = [len(p) for p in prompts]                                           # tokens of each sequence in kv
     toks, lps = [[] for _ in range(B)], [[] for _ in range(B)]
@@ -120,8 +121,8 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
         mask = torch.cat([mask, drew[:, None].to(mask)], dim=1)              # (B, C+n+t+1) a row that stopped before feeds padding
         fed = [f + d for f, d in zip(fed, drew.tolist())]
         out = model(input_ids=tok[:, None].to(dev), attention_mask=mask, position_ids=next_pos[:, None],
-                    past_key_values=kv, use_cache=True)
-        kv, logits, next_pos = out.past_key_values, out.logits[:, -1].float(), next_pos + 1
+                    cache=kv, use_cache=True)
+        kv, logits, next_pos = out.cache, out.logits[:, -1].float(), next_pos + 1
     if cache is not None: cache.store(keys, kv, mask, [(p + t)[:f] for p, t, f in zip(prompts, toks, fed)])
     return [Sample(t, l, f) for t, l, f in zip(toks, lps, finish)]
 
@@ -209,6 +210,16 @@ def sequence_logprobs(model, seqs: list[list[int]], pad_id: int, temperature: fl
     return out
 
 # %% ../nbs/05b_policy.ipynb #a0164c4e
+@contextmanager
+def _no_hf_bars():
+    "transformers' (and huggingface_hub's) progress bars off while inside, as they were after."
+    from transformers.utils import logging as hf_logging
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try: yield
+    finally:
+        if was: hf_logging.enable_progress_bar()
+
 class Policy:
     "A causal LM, its tokenizer and chat format: sample turns, score sequences, save and load."
     def __init__(self, model, tokenizer, observation_role: str = 'tool'):
@@ -245,7 +256,7 @@ class Policy:
     def save(self, path: str | Path) -> Path:
         "Save model and tokenizer with `save_pretrained`."
         p = Path(path); p.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(p); self.tokenizer.save_pretrained(p)
+        with _no_hf_bars(): self.model.save_pretrained(p); self.tokenizer.save_pretrained(p)
         (p/'policy.json').write_text(json.dumps({'observation_role': self.chat.observation_role}) + '\n')
         return p
 
@@ -257,8 +268,9 @@ class Policy:
         if not p.is_dir() and not hub_id: raise FileNotFoundError(f"no checkpoint folder at {str(p)!r}")
         meta = json.loads((p/'policy.json').read_text()) if (p/'policy.json').exists() else {}
         src = p if p.is_dir() else str(path)
-        tok = AutoTokenizer.from_pretrained(src)
-        model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype).eval()
+        with _no_hf_bars():
+            tok = AutoTokenizer.from_pretrained(src)
+            model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype).eval()
         return cls(model, tok, meta.get('observation_role', 'tool'))
 
 def tiny_policy(world, cfg: TinyModelConfig = TinyModelConfig(), seed: int = 0) -> Policy:

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['invented_words', 'WorldConfig', 'Entity', 'Page', 'Hop', 'Question', 'fact_value', 'gold_chain', 'question_pools',
-           'World', 'build_world', 'plot_world']
+           'World', 'build_world', 'held_out_shares', 'plot_world']
 
 # %% ../nbs/00b_world.ipynb #92e3b1d6
 import json, random
@@ -306,18 +306,27 @@ def build_world(config: WorldConfig | None = None, **overrides) -> World:
     return World(config=cfg, entities=ents, pages=pages, questions=questions, held_out=held)
 
 # %% ../nbs/00b_world.ipynb #b53659c8
+def held_out_shares(world: World) -> dict[str, list[float]]:
+    "Per split, the share of questions whose hop 1, 2, 3 asks about a held-out entity (among the questions that have that hop)."
+    held, out = set(world.held_out), {}
+    for split, qs in world.questions.items():
+        out[split] = []
+        for i in range(3):
+            with_hop = [q for q in qs if len(q.chain) > i]
+            out[split].append(sum(q.chain[i].page_id in held for q in with_hop) / max(len(with_hop), 1))
+    return out
+
 def plot_world(world: World):
-    "Bar charts of questions per hop count and split, and of entities per type."
+    "Bars of the share of questions whose hop 1, 2, 3 asks about a held-out entity, per split (the split rule made visible)."
     import matplotlib.pyplot as plt
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    shares = held_out_shares(world)
+    fig, ax = plt.subplots(figsize=(5.5, 3))
     for j, split in enumerate(('train', 'test')):
-        c = Counter(q.hops for q in world.questions[split])
-        a.bar([h + (j - .5) * .38 for h in (1, 2, 3)], [c[h] for h in (1, 2, 3)], width=.38, label=split)
-    a.set(xticks=[1, 2, 3], xlabel='hops', ylabel='questions', title='Questions per hop count'); a.legend()
-    c = Counter(e.type for e in world.entities)
-    held = Counter(e.type for e in world.entities if e.id in set(world.held_out))
-    b.bar(ENTITY_TYPES, [c[t] for t in ENTITY_TYPES], label='all')
-    b.bar(ENTITY_TYPES, [held[t] for t in ENTITY_TYPES], label='held out (test starts)')
-    b.set(ylabel='entities', title=f'Entities per type ({world.config.family_size} per name family)'); b.legend()
+        n = [sum(len(q.chain) > i for q in world.questions[split]) for i in range(3)]
+        x = [h + (j - .5) * .38 for h in (1, 2, 3)]
+        ax.bar(x, shares[split], width=.38, label=split)
+        for xi, s, ni in zip(x, shares[split], n): ax.text(xi, s + .02, f'{s:.2f}\n(n={ni})', ha='center', fontsize=7)
+    ax.set(xticks=[1, 2, 3], xlabel='hop position', ylabel='share of questions', ylim=(0, 1.25),
+           title='Hops that ask about a held-out entity'); ax.legend(loc='upper right', fontsize=8)
     fig.tight_layout()
     return fig

@@ -29,6 +29,15 @@ def test_default_rewards_take_three_values():
     assert {main_reward(f, p, 'a') for f in (False, True) for p in ('a', 'b', None)} == {0.0, 0.1, 1.0}
 
 
+def test_reward_defaults_are_the_runs():
+    "RewardConfig's defaults are TrainConfig's, so overriding one reward field keeps the expert term (it once fell to 0)."
+    from mgrpo_ref.config import TrainConfig, config_fields
+    assert RewardConfig() == TrainConfig().reward and RewardConfig().beta_exp == 0.5
+    assert TrainConfig.from_dict(config_fields(None, 'reward.match=f1')).reward == RewardConfig(match='f1')
+    assert TrainConfig.from_dict(config_fields(None, 'reward.beta_exp=0')).reward.beta_exp == 0.0
+    assert {round(sub_reward(True, m, e), 9) for m in (0.0, 1.0) for e in (0.0, 1.0)} == {0.1, 0.6, 1.0, 1.5}
+
+
 @pytest.mark.parametrize('field,value', [('alpha_fmt', -0.1), ('beta_out', math.inf), ('beta_exp', float('nan')), ('alpha_acc', '1')])
 def test_bad_weights_name_the_field(field, value):
     with pytest.raises(ValueError, match=f'RewardConfig.{field} must be a finite number >= 0'):

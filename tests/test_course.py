@@ -1,0 +1,77 @@
+"""The course around the notebooks: every "Questions for the reader" list has one folded answer per question, right below it.
+
+A notebook's questions are the numbered items after its `**Questions for the reader**` line, up to `**Further reading**`,
+a heading or the end of that markdown cell; an answer is a `<details><summary>Answer</summary> ... </details>` block.
+Notebooks without such a list are skipped."""
+import json, re
+from pathlib import Path
+
+import pytest
+
+NBS = Path(__file__).resolve().parents[1] / 'nbs'
+MARKER = '**Questions for the reader**'
+ANSWER = re.compile(r'<details>\s*<summary>\s*Answer\b.*?</details>', re.S | re.I)   # one folded answer, whole
+OPEN = re.compile(r'<details>\s*<summary>\s*Answer\b', re.I)
+QUESTION = re.compile(r'^ {0,2}\d+[.)][ \t]+\S', re.M)                               # a list item, not a wrapped line (3 spaces)
+END = re.compile(r'^(\*\*Further reading\*\*|#)', re.M)
+
+
+def questions_section(path: Path) -> str | None:
+    "The text of `path`'s questions list (from the marker to Further reading, a heading or the cell's end), None if it has none."
+    for cell in json.loads(path.read_text(encoding='utf-8'))['cells']:
+        src = ''.join(cell['source']) if isinstance(cell['source'], list) else cell['source']
+        if cell['cell_type'] == 'markdown' and MARKER in src:
+            rest = src.split(MARKER, 1)[1]
+            end = END.search(rest)
+            return rest[:end.start()] if end else rest
+    return None
+
+
+def sequence(section: str) -> str:
+    "The section as a string of 'Q' (a question) and 'A' (a complete answer block), in order; text inside answers is not read for questions."
+    events, pos = [], 0
+    for m in ANSWER.finditer(section):
+        events += [(q.start() + pos, 'Q') for q in QUESTION.finditer(section[pos:m.start()])] + [(m.start(), 'A')]
+        pos = m.end()
+    events += [(q.start() + pos, 'Q') for q in QUESTION.finditer(section[pos:])]
+    return ''.join(kind for _, kind in sorted(events))
+
+
+def test_the_parser_on_a_small_list():
+    section = """
+1. Why?
+   It is a question
+
+   <details><summary>Answer</summary>
+
+   Because. A list inside an answer is not a question:
+   1. first
+
+   </details>
+
+2. And how?
+"""
+    assert sequence(section) == 'QAQ'
+    assert sequence(section.replace('2. And how?', '')) == 'QA'
+
+
+NOTEBOOKS = sorted(NBS.glob('*.ipynb'))
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_question_has_an_answer(path):
+    section = questions_section(path)
+    if section is None: pytest.skip(f'{path.name} has no questions for the reader')
+    seq = sequence(section)
+    questions, answers = seq.count('Q'), seq.count('A')
+    assert questions > 0, f"{path.name}: the questions list after {MARKER} has no numbered question"
+    assert len(OPEN.findall(section)) == answers, f"{path.name}: an answer block is not closed with </details>"
+    assert answers == questions, f"{path.name}: {questions} questions but {answers} answers"
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_each_answer_follows_its_question(path):
+    section = questions_section(path)
+    if section is None: pytest.skip(f'{path.name} has no questions for the reader')
+    seq = sequence(section)
+    assert seq == 'QA' * seq.count('Q'), f"{path.name}: questions (Q) and answers (A) in the order {seq}, expected {'QA' * seq.count('Q')}"
