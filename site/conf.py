@@ -14,7 +14,7 @@ nb_merge_streams = True                        # one block per cell for consecut
 highlight_language = 'none'                    # a fenced block without a language (pseudocode) is plain text; code cells are Python
 myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence']
 myst_heading_anchors = 3                       # `[text](#a-heading)` links inside a page
-suppress_warnings = ['mystnb.unknown_mime_type']
+suppress_warnings = ['mystnb.unknown_mime_type', 'toc.not_included']   # docs/*.md and the repository pages the guides link to are pages outside the sidebar, on purpose
 
 mathjax_path = 'mathjax/tex-chtml.js'          # relative to _static/: the local copy, never a CDN
 html_theme = 'sphinx_book_theme'

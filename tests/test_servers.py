@@ -220,7 +220,10 @@ def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path):
     for role, two_ck in (('main', tmp_path / 'main/checkpoint/main'), ('sub', tmp_path / 'sub/checkpoint/sub')):
         p2 = torch.cat([p.flatten() for p in Policy.load(two_ck).model.parameters()])
         p1 = torch.cat([p.flatten() for p in Policy.load(tmp_path / f'one/checkpoint/{role}').model.parameters()])
-        assert (p2 - p1).abs().max() < 1e-5, (role, float((p2 - p1).abs().max()))
+        # 1e-5 held with transformers 5.23; with 5.24 the main agent differs by 3.2e-5 (the same at 0b4d9f9's code, so the
+        # library, not this project, moved): sharded and whole gradients sum in another order, and Adam's first steps
+        # divide each gradient by its own size, so a parameter with a tiny gradient can move by a share of lr (3e-4)
+        assert (p2 - p1).abs().max() < 1e-4, (role, float((p2 - p1).abs().max()))
 
 
 def test_duplicate_delegations_early_and_late_run_once(start, world, tmp_path, monkeypatch, capfd):
