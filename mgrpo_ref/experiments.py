@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['ARMS', 'HEADLINE', 'ABLATIONS', 'CONTRASTS', 'LAST', 'DIAGNOSTICS', 'COLORS', 'Arm', 'ExperimentConfig',
-           'trained_and_rewards', 'run_one', 'run_experiment', 'diagnostics', 'collect', 'curves', 'results_table',
-           'ablation_table', 'paired_gains', 'paired_table', 'plot_comparison', 'plot_diagnostics', 'pool_experiments',
-           'ordering', 'warmstart_table', 'mgrpo_experiment']
+           'trained_and_rewards', 'run_one', 'run_experiment', 'diagnostics', 'collect', 'curves', 'mean_sd',
+           'results_table', 'ablation_table', 'paired_gains', 'paired_table', 'plot_comparison', 'plot_diagnostics',
+           'pool_experiments', 'ordering', 'warmstart_table', 'mgrpo_experiment']
 
 # %% ../nbs/21_experiments.ipynb #ea29b000
 import json, math, os, shutil, time
@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from .config import TrainConfig, deep_merge, config_fields, parse_overrides
 from .trainer import Trainer
-from .warmstart import WarmStartConfig, load_policies, save_policies, shipped_warmstart, warm_start
+from .warmstart import WarmStartConfig, load_policies, make_warm_start, shipped_warmstart
 from .world import WorldConfig, build_world
 
 # %% ../nbs/21_experiments.ipynb #c04e8851
@@ -119,8 +119,7 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, checkpoint: str | Pat
     if checkpoint is None:
         checkpoint = out / 'warmstart'
         if not (checkpoint / 'warmstart.json').exists():
-            policies, _ = warm_start(build_world(cfg.world), cfg.warmstart)
-            save_policies(policies, checkpoint, meta={'config': asdict(cfg.warmstart), 'world': asdict(cfg.world)})
+            make_warm_start(build_world(cfg.world), cfg.warmstart, 'distinct', checkpoint, meta={'world': asdict(cfg.world)})
     jobs = {(a, s): (_plain(cfg.world), _plain(c), str(checkpoint), str(out / a / f'seed{s}'), ARMS[a].folders) for a, s, c in cfg.runs()}
     reused = sum((Path(j[3]) / 'summary.json').exists() for j in jobs.values())   # finished before this call
     bar = tqdm(total=len(jobs), desc='runs', disable=not progress)
@@ -206,7 +205,7 @@ def curves(out: str | Path, arms, seeds) -> pd.DataFrame:
     return pd.DataFrame([{'arm': a, 'seed': s, 'step': m['step'], 'sampled': m['eval/sampled'], 'greedy': m['eval/greedy']}
                          for a in arms for s in seeds for m in _lines(out, a, s) if 'eval/sampled' in m])
 
-def _pm(x: pd.Series) -> str:
+def mean_sd(x: pd.Series) -> str:
     "mean ± sample std (n - 1) over seeds, or the mean of one."
     return f"{x.mean():.3f} ± {x.std():.3f}" if len(x) > 1 else f"{x.mean():.3f}"
 
@@ -216,7 +215,7 @@ def results_table(df: pd.DataFrame) -> str:
             ('greedy_before', 'greedy before'), ('greedy_after', 'greedy after'), ('gain_min', 'min gain over seeds')]
     lines = ['| arm | trained | rewards | seeds | ' + ' | '.join(c for _, c in cols) + ' |', '|---' * (len(cols) + 4) + '|']
     for arm, g in df.groupby('arm', sort=False):
-        cells = [_pm(g[k]) if k != 'gain_min' else f"{g['gain'].min():+.3f}" for k, _ in cols]
+        cells = [mean_sd(g[k]) if k != 'gain_min' else f"{g['gain'].min():+.3f}" for k, _ in cols]
         lines.append(f"| `{arm}` | {g['trained'].iloc[0]} | {g['rewards'].iloc[0]} | {len(g)} | " + ' | '.join(cells) + ' |')
     return '\n'.join(lines)
 
@@ -228,7 +227,7 @@ def ablation_table(df: pd.DataFrame, command: str = 'mgrpo-experiment --arms {ar
     f2 = lambda x: '–' if pd.isna(x) else f'{x:.2f}'
     for arm, g in df.groupby('arm', sort=False):
         cmd = command.format(arm=arm, seeds=','.join(str(s) for s in g['seed']))
-        lines.append(f"| `{arm}` | {g['trained'].iloc[0]} | {g['rewards'].iloc[0]} | {_pm(g['gain'])} | {_pm(g['greedy_gain'])} | "
+        lines.append(f"| `{arm}` | {g['trained'].iloc[0]} | {g['rewards'].iloc[0]} | {mean_sd(g['gain'])} | {mean_sd(g['greedy_gain'])} | "
                      f"{g['gain'].min():+.3f} | {f2(g['subtask_accuracy'].mean())} | "
                      f"{f2(g['main_zero_signal'].mean())} / {f2(g['sub_zero_signal'].mean())} | "
                      f"{f2(g['repeated_share'].mean())} / {f2(g['empty_share'].mean())} / {f2(g['dropped_share'].mean())} | `{cmd}` |")
@@ -318,7 +317,7 @@ def warmstart_table(df: pd.DataFrame) -> str:
              '|---' * (len(arms) + 4) + '|']
     groups = [(f"{w} (`{g['folder'].iloc[0]}`)", g) for w, g in df.groupby('warmstart')] + [('**pooled**', df)]
     for name, g in groups:
-        cells = [_pm(g[g.arm == a]['gain']) for a in arms]
+        cells = [mean_sd(g[g.arm == a]['gain']) for a in arms]
         lines.append(f"| {name} | {len(g)} | " + ' | '.join(cells) + f" | {ordering(g)} | {ordering(g, 'greedy_gain')} |")
     return '\n'.join(lines)
 

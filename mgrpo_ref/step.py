@@ -34,6 +34,7 @@ def _final_metrics(trajs: list[Trajectory], rewards: list[float], records: dict,
     "What a main (or single) agent's batch looked like."
     return {'reward': mean_or_zero(rewards), 'accuracy': mean_or_zero([r['correct'] for r in records.values()]),
             'format_ok': mean_or_zero([t.format.ok for t in trajs]), 'turns': mean_or_zero([len(t.turns) for t in trajs]),
+            'cut': mean_or_zero([t.finish == 'context' for t in trajs]),           # episodes the context budget ended (06_rollout)
             'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': sum(t.n_generated for t in trajs)}
 
 class MainSide:
@@ -102,13 +103,14 @@ class SubSide:
         by_key = {s.key: s for s in subs}
         on = [i for i, s in enumerate(al.slots) if s in by_key]             # the slots this process holds (all, on one process)
         solved = sum(self.expert.expert_score(s.prompt, s.output) for s in subs) if self.expert else 0.0   # reports that give their sub-task's true answer
-        n, ok, turns, gen_tokens, ep_tokens, solved = all_reduce(self.acc, [len(subs), sum(s.format.ok for s in subs), sum(len(s.turns) for s in subs),
-                                                                   sum(s.n_generated for s in subs), sum(len(s.input_ids) for s in subs), solved])
+        n, ok, turns, cut, gen_tokens, ep_tokens, solved = all_reduce(self.acc, [len(subs), sum(s.format.ok for s in subs), sum(len(s.turns) for s in subs),
+                                                                        sum(s.finish == 'context' for s in subs), sum(s.n_generated for s in subs),
+                                                                        sum(len(s.input_ids) for s in subs), solved])
         t1 = time.perf_counter()
         if self.trainer is None: upd = {'skipped': 'frozen'}
         else: upd = self.trainer.update([by_key[al.slots[i]] for i in on], adv[on])
         return {**prefixed('sub', {'reward': mean_or_zero(list(rewards.values())), 'format_ok': ok / max(n, 1), 'episodes': int(n),
-                                     'turns': turns / max(n, 1), 'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': int(gen_tokens),
+                                     'turns': turns / max(n, 1), 'cut': cut / max(n, 1), 'zero_signal': ainfo.zero_signal_fraction, 'gen_tokens': int(gen_tokens),
                                      'records': len(records), 'episode_tokens': int(ep_tokens),
                                      **({'subtask_accuracy': solved / max(n, 1)} if self.expert else {}), **upd}),
                 **prefixed('align', al.counts), 'time/sub_generate': gen['gen_seconds'], 'time/tools': gen['tool_seconds'],

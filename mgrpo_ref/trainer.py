@@ -32,20 +32,23 @@ from .world import Question, World, WorldConfig, build_world
 def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
                     limit: int | None = None, seed: int = 0, split: str = 'test',
                     sub_client: Callable[[RolloutConfig, int], SubAgentClient] | None = None, shard: tuple[int, int] = (0, 1)) -> dict:
-    "Greedy and sampled accuracy (and format-ok rate) of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...)."
+    "Greedy and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process)."
     task = Task.of(task)                                  # pass a Task to reuse its search index
     qs = {'train': task.train, 'test': task.test}[split][:limit][shard[0]::shard[1]]
     out = {'questions': len(qs)}
     greedy = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
                      sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
     for name, rc in (('greedy', greedy), ('sampled', replace(rollout, k=samples))):
-        if mode == 'single': finals, _ = rollout_single(qs, policies['single'], task.toolbox, rc, seed=seed)
+        if mode == 'single': finals, subs = rollout_single(qs, policies['single'], task.toolbox, rc, seed=seed)[0], None
         else:
             client = sub_client(rc, seed) if sub_client else InProcessSubAgent(policies['sub'], task.toolbox, rc, seed)
             finals, _ = rollout_mgrpo(qs, policies['main'], client, rc, seed=seed)
+            subs = None if sub_client else client.pop()      # a remote sub-agent keeps its episodes
         gold = {q.qid: q.answer for q in qs}
         out[name] = mean_or_zero([exact_match(t.output, gold[t.key[1]]) for t in finals])
         out[f'{name}_format_ok'] = mean_or_zero([t.format.ok for t in finals])
+        out[f'{name}_cut'] = mean_or_zero([t.finish == 'context' for t in finals])
+        if subs is not None: out[f'{name}_cut_sub'] = mean_or_zero([t.finish == 'context' for t in subs])
     return out
 
 
@@ -128,7 +131,7 @@ class Tracking:
 
 # %% ../nbs/17_trainer.ipynb #b96e875a
 ADDED_METRICS = ('gen_tokens', 'episode_tokens', 'episodes', 'records', 'bytes')   # metrics that add up over processes
-EPISODE_MEANS = ('sub/reward', 'sub/format_ok', 'sub/turns', 'sub/subtask_accuracy')   # means over sub-episodes, whose number differs between processes
+EPISODE_MEANS = ('sub/reward', 'sub/format_ok', 'sub/turns', 'sub/cut', 'sub/subtask_accuracy')   # means over sub-episodes, whose number differs between processes
 MAX_METRICS = ('sub/lag', 'sub/version_seen')          # a decoupled main server's view of the sub-agent (None where it delegated nothing)
 
 def merge_metrics(shares: list[dict]) -> dict:
@@ -330,10 +333,10 @@ def plot_run(history: list[dict], title: str = ''):
 # %% ../nbs/17_trainer.ipynb #32594e31
 def warm_start_folder(world: World, cfg: TrainConfig, out: str | Path, steps: int | None = None, world_seed: int = 0) -> Path:
     "Warm-start the policies `cfg` needs (`steps` SFT steps per role, default WarmStartConfig's) and save them in `out/warmstart`."
-    from mgrpo_ref.warmstart import WarmStartConfig, save_policies, warm_start, warm_start_shared
+    from mgrpo_ref.warmstart import WarmStartConfig, make_warm_start
     wcfg = WarmStartConfig(seed=cfg.seed) if steps is None else WarmStartConfig(seed=cfg.seed, steps_main=steps, steps_sub=steps, steps_single=steps)
-    policies = {'shared': warm_start_shared(world, wcfg)[0]} if cfg.mode == 'shared' else warm_start(world, wcfg)[0]
-    return save_policies(policies, Path(out) / 'warmstart', meta={'config': asdict(wcfg), 'world_seed': world_seed})
+    make_warm_start(world, wcfg, 'shared' if cfg.mode == 'shared' else 'distinct', Path(out) / 'warmstart', meta={'world_seed': world_seed})
+    return Path(out) / 'warmstart'
 
 def default_start(cfg: TrainConfig, out: str | Path, steps: int | None = None, write: bool = True) -> Path:
     "Where a run without a checkpoint starts: the shipped warm start if it was made for `cfg`'s world and no SFT `steps` are asked for, else a fresh warm start in `out/warmstart` (made only if `write`: in one process of several)."

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['ROLES', 'SHARED_AGENTS', 'episode_tokens', 'WarmStartConfig', 'demonstrations', 'sft_loss', 'sft', 'warm_start',
-           'evaluate', 'save_policies', 'load_policies', 'warm_start_shared', 'shipped_warmstart', 'plot_warm_start',
-           'mgrpo_rollout']
+           'evaluate', 'save_policies', 'load_policies', 'warm_start_shared', 'make_warm_start', 'shipped_warmstart',
+           'plot_warm_start', 'mgrpo_rollout']
 
 # %% ../nbs/07_warmstart.ipynb #5d038819
 import json as _json, random, time
@@ -155,6 +155,21 @@ def warm_start_shared(world: World, cfg: WarmStartConfig = WarmStartConfig(), mo
     data = demonstrations(world, cfg, policy.chat)
     return policy, sft(policy, data['main'] + data['sub'], cfg.steps_main + cfg.steps_sub, cfg, desc='warm start shared', seed=cfg.seed)
 
+def make_warm_start(world: World, cfg: WarmStartConfig, agents: str = 'distinct', folder: str | Path | None = None,
+                    meta: dict | None = None) -> dict[str, Policy]:
+    "Warm-start one agent set, 'distinct' (`warm_start`: main, sub, single) or one model of size SHARED_AGENTS[agents] (`warm_start_shared`), and save it in `folder` if given: main/, sub/, single/ and warmstart.json, or <agents>/ with its own warmstart.json that also names the model's size. The json holds `cfg` and `meta`. Returns the policies by folder name."
+    if agents != 'distinct' and agents not in SHARED_AGENTS: raise ValueError(f"agents must be 'distinct' or one of {list(SHARED_AGENTS)}, got {agents!r}")
+    meta = {'config': asdict(cfg), **(meta or {})}
+    if agents == 'distinct':
+        policies = warm_start(world, cfg)[0]
+        if folder is not None: save_policies(policies, folder, meta=meta)
+        return policies
+    policies = {agents: warm_start_shared(world, cfg, SHARED_AGENTS[agents])[0]}
+    if folder is not None:
+        save_policies(policies, folder)
+        (Path(folder) / agents / 'warmstart.json').write_text(_json.dumps({**meta, 'model': asdict(SHARED_AGENTS[agents])}, indent=1, default=str) + '\n')
+    return policies
+
 # %% ../nbs/07_warmstart.ipynb #6e221cc9
 def shipped_warmstart(world_seed: int = 0) -> Path | None:
     "The folder of the warm start shipped with the package (main/, sub/, single/, warmstart.json) if it was made for the world of `world_seed`, else None."
@@ -221,14 +236,8 @@ def mgrpo_rollout(
         elif warmstart:
             n = warmstart_steps
             wcfg = WarmStartConfig(seed=seed) if n is None else WarmStartConfig(seed=seed, steps_main=n, steps_sub=n, steps_single=n)
-            meta = {'config': asdict(wcfg), 'world_seed': world_seed}
-            if agents == 'distinct':
-                policies, _ = warm_start(world, wcfg)
-                if save: save_policies(policies, save, meta=meta)
-            else:
-                one, _ = warm_start_shared(world, wcfg, SHARED_AGENTS[agents])
-                policies = {'main': one, 'sub': one}
-                if save: save_policies({agents: one}, save, meta=None); (Path(save) / agents / 'warmstart.json').write_text(_json.dumps({**meta, 'model': asdict(SHARED_AGENTS[agents])}, indent=1) + '\n')
+            policies = make_warm_start(world, wcfg, agents, save, meta={'world_seed': world_seed})
+            if agents != 'distinct': policies = {'main': policies[agents], 'sub': policies[agents]}
         else: policies = {r: tiny_policy(world, seed=seed * 10 + i) for i, r in enumerate(ROLES)}
     except (FileNotFoundError, ValueError) as e: raise SystemExit(f'mgrpo-rollout: {e}')
     sampling = SamplingConfig(max_new_tokens=32, temperature=temperature)

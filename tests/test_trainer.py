@@ -220,3 +220,28 @@ def test_a_run_saved_before_versioned_checkpoints_migrates(world, warm_policies,
     assert real.is_dir() and not real.is_symlink()
     tr.save_checkpoint(2)
     assert (tmp_path / 'checkpoint').is_symlink() and json.loads((tmp_path / 'checkpoint/state.json').read_text())['step'] == 2
+
+
+@pytest.mark.parametrize('mode, budget', [('mgrpo', 200), ('single', 200), ('mgrpo', 10_000)])
+def test_cut_metrics_are_the_share_of_episodes_the_budget_ended(world, warm, mode, budget):
+    """`main/cut`, `sub/cut` and `single/cut` are the shares of the step's episodes that the context budget ended
+    (counted from the trajectories the sides saw), and evaluation logs the same for its episodes."""
+    cfg = small_cfg(mode=mode, rollout=RolloutConfig(k=3, max_turns_main=4, max_turns_sub=3, max_turns_single=6, max_context=budget))
+    tr = Trainer(world, cfg, {r: warm[r] for r in cfg.agents})
+    seen = {}
+    decider = 'single' if mode == 'single' else 'main'
+    orig = tr.trainers[decider].update
+    tr.trainers[decider].update = lambda trajs, adv: (seen.setdefault(decider, list(trajs)), orig(trajs, adv))[1]
+    if mode == 'mgrpo':
+        pop = tr.sub.agent.pop
+        tr.sub.agent.pop = lambda keys=None: seen.setdefault('sub', pop(keys))
+    m = tr.step(0)
+    share = lambda ts: sum(t.finish == 'context' for t in ts) / len(ts)
+    for role, trajs in seen.items():
+        assert m[f'{role}/cut'] == pytest.approx(share(trajs)), role
+    if budget < 1000: assert max(m[f'{r}/cut'] for r in seen) > 0      # the budget bit somewhere, so the counts were tested
+    else: assert all(m[f'{r}/cut'] == 0 for r in seen)
+    ev = tr.evaluate()
+    keys = {'greedy_cut', 'sampled_cut'} | ({'greedy_cut_sub', 'sampled_cut_sub'} if mode == 'mgrpo' else set())
+    assert keys <= set(ev) and all(0 <= ev[k] <= 1 for k in keys)
+    if budget > 1000: assert all(ev[k] == 0 for k in keys)
