@@ -420,7 +420,9 @@ def mgrpo_contrasts(
                           f"archived {archive_results(out, archive, bs, ws)} runs in all", flush=True)
     df = contrast_runs(out, bs, ws, ss, names, partial=True)
     df.to_csv(Path(docs) / 'contrasts.csv', index=False)
-    text = (f"{len(df)} runs of {len(bs) * len(ws) * len(ss) * len(names)}.\n\n**Per arm, pooled over warm starts and seeds**\n\n{summary_table(df)}\n\n"
+    text = (f"{len(df)} runs of {len(bs) * len(ws) * len(ss) * len(names)}: {(df.source == 'run').sum()} trained at their budget, {(df.source != 'run').sum()} "
+            f"the same arm and seed's run at a smaller budget that no episode's budget ended.\n\n"
+            f"**Per arm, pooled over warm starts and seeds**\n\n{summary_table(df)}\n\n"
             f"**Held-out accuracy after training (sampled, T = 1)**\n\n{contrast_table(df)}\n\n"
             f"**Greedy**\n\n{contrast_table(df, 'greedy_after')}\n\n**Stability and sample efficiency**\n\n{efficiency_table(df)}\n")
     (Path(docs) / 'contrasts.md').write_text(text)
