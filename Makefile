@@ -94,12 +94,14 @@ audit: $(STAMP)
 	$(BIN)/mgrpo-audit --folders runs/experiment,runs/longer --arms mgrpo,mgrpo_outcome --seeds $(LONG_SEEDS) --out runs/longer --table audit
 
 # when does M-GRPO win (21b_contrasts): the budget sweep of the scripted and warm-started agents (docs/budget_sweep.*), then
-# mgrpo, shared, shared_matched, single and frozen_sub at rollout.max_context 384 and 1024, from warm starts 0-2 x seeds 0-2.
-# It restores results/contrasts first (the committed warm starts and finished runs: it trains only what is missing) and
-# archives each finished run there, so a run cut short by the end of a session is the only work lost
+# mgrpo, shared, shared_matched, mgrpo_from_shared, single and frozen_sub at rollout.max_context 384, then 1024 (only the runs
+# that met 384: a run that no episode's budget ended is also the 1,024 run), from warm starts 0-2 x seeds 0-2; then the
+# trained checkpoints under their budget (docs/budget_use.*). It restores results/contrasts first (the committed warm starts
+# and finished runs: it trains only what is missing) and archives the finished runs there after each group of runs
 contrasts: $(STAMP)
 	test -f docs/budget_sweep.csv || $(BIN)/mgrpo-contrasts --sweep
 	$(BIN)/mgrpo-contrasts
+	$(BIN)/mgrpo-contrasts --use --budgets 384
 
 # the README's tables and figures, from the finished experiment and ablations (and the decoupled timeline, if bench/decoupled.py ran)
 docs: runs/experiment/results.md

@@ -116,6 +116,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'mgrpo_ref.contrasts.mix_and_match': ('contrasts.html#mix_and_match', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.oracle_budget_sweep': ( 'contrasts.html#oracle_budget_sweep',
                                                                                   'mgrpo_ref/contrasts.py'),
+                                     'mgrpo_ref.contrasts.pair_table': ('contrasts.html#pair_table', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.paired': ('contrasts.html#paired', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.plot_budget_sweep': ( 'contrasts.html#plot_budget_sweep',
                                                                                 'mgrpo_ref/contrasts.py'),
