@@ -129,6 +129,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'mgrpo_ref.contrasts.restore_results': ('contrasts.html#restore_results', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.start_system': ('contrasts.html#start_system', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.summary_table': ('contrasts.html#summary_table', 'mgrpo_ref/contrasts.py'),
+                                     'mgrpo_ref.contrasts.system_folders': ('contrasts.html#system_folders', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.systems_of': ('contrasts.html#systems_of', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.warmstart_dir': ('contrasts.html#warmstart_dir', 'mgrpo_ref/contrasts.py')},
             'mgrpo_ref.data': { 'mgrpo_ref.data.Task': ('data.html#task', 'mgrpo_ref/data.py'),
