@@ -111,6 +111,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'mgrpo_ref.contrasts.efficiency_table': ('contrasts.html#efficiency_table', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.experiment_dir': ('contrasts.html#experiment_dir', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.finished_runs': ('contrasts.html#finished_runs', 'mgrpo_ref/contrasts.py'),
+                                     'mgrpo_ref.contrasts.glance_table': ('contrasts.html#glance_table', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.half_gain_step': ('contrasts.html#half_gain_step', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.mgrpo_contrasts': ('contrasts.html#mgrpo_contrasts', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.mix_and_match': ('contrasts.html#mix_and_match', 'mgrpo_ref/contrasts.py'),

@@ -7,8 +7,8 @@ __all__ = ['BUDGETS', 'COLUMNS', 'SAME_START', 'USE_KEYS', 'context_needed', 'or
            'systems_of', 'policy_budget_sweep', 'plot_budget_sweep', 'warmstart_dir', 'experiment_dir', 'agent_sets',
            'prepare_warmstarts', 'archive_results', 'restore_results', 'half_gain_step', 'budget_reached', 'efficiency',
            'finished_runs', 'complete', 'contrast_runs', 'by_arm', 'paired', 'contrast_table', 'pair_table',
-           'efficiency_table', 'summary_table', 'start_system', 'budget_use', 'budget_use_table', 'plot_contrasts',
-           'plot_efficiency', 'mgrpo_contrasts', 'mix_and_match']
+           'efficiency_table', 'summary_table', 'glance_table', 'start_system', 'budget_use', 'budget_use_table',
+           'plot_contrasts', 'plot_efficiency', 'mgrpo_contrasts', 'mix_and_match']
 
 # %% ../nbs/21b_contrasts.ipynb #f36fbc5e
 import gzip, json, math, shutil, time
@@ -298,6 +298,19 @@ def summary_table(df: pd.DataFrame) -> str:
                      f"{f'{int((per_ws > 0).sum())}/{len(per_ws)}' if len(d) > 1 else '–'} | `mgrpo-contrasts --arms {a} --budgets {budgets}` |")
     return '\n'.join(lines)
 
+def glance_table(df: pd.DataFrame) -> str:
+    "Markdown, the README's table: one row per arm; for each budget (largest first) its held-out accuracy after training (sampled, mean ± sd over its runs, and their number) and `mgrpo` minus the arm on the same warm start and seed (mean, runs where `mgrpo` is ahead); the command that makes the row."
+    budgets = sorted(set(df.budget), reverse=True)
+    lines = ['| arm | ' + ' | '.join(f'{b:,} tokens | `mgrpo` − arm (ahead)' for b in budgets) + ' | command |', '|---' * (2 + 2 * len(budgets)) + '|']
+    for a in [a for a in CONTRASTS if a in set(df.arm)]:
+        cells = []
+        for b in budgets:
+            g = df[(df.budget == b) & (df.arm == a)]
+            d = paired(df[df.budget == b], 'mgrpo', a) if a != 'mgrpo' else pd.Series(dtype=float)
+            cells += [f"{mean_sd(g['after'])} ({len(g)})" if len(g) else '–', f"{d.mean():+.3f} ({int((d > 0).sum())}/{len(d)})" if len(d) else '–']
+        lines.append(f"| `{a}` | " + ' | '.join(cells) + f" | `mgrpo-contrasts --arms {'mgrpo,' * (a != 'mgrpo')}{a}` |")
+    return '\n'.join(lines)
+
 # %% ../nbs/21b_contrasts.ipynb #4f0c50ec
 USE_KEYS = ['budget', 'warmstart', 'arm', 'seed', 'system']
 
@@ -444,6 +457,8 @@ def mgrpo_contrasts(
     df.to_csv(Path(docs) / 'contrasts.csv', index=False)
     text = (f"{len(df)} runs of {len(bs) * len(ws) * len(ss) * len(names)}: {(df.source == 'run').sum()} trained at their budget, {(df.source != 'run').sum()} "
             f"the same arm and seed's run at a smaller budget that no episode's budget ended.\n\n"
+            f"**At a glance** (the README's table): held-out accuracy after training, sampled at T = 1, mean ± sd over the runs "
+            f"(their number), and `mgrpo` minus the arm on the same warm start and seed (runs where `mgrpo` is ahead)\n\n{glance_table(df)}\n\n"
             f"**Per arm, pooled over warm starts and seeds**\n\n{summary_table(df)}\n\n"
             f"**Held-out accuracy after training (sampled, T = 1)**\n\n{contrast_table(df)}\n\n"
             f"**Greedy**\n\n{contrast_table(df, 'greedy_after')}\n\n"
