@@ -41,8 +41,9 @@ UPDATE_KEYS = ('main/loss', 'sub/loss', 'main/grad_norm', 'sub/grad_norm', 'main
                'main/ratio_max', 'main/ratio_min', 'sub/ratio_max', 'sub/ratio_min', 'main/approx_kl', 'sub/approx_kl')
 
 RUNNER = r'''
-import json, sys, torch
+import json, sys, torch, transformers
 torch.set_num_threads(1)
+json.dump({'torch': torch.__version__, 'transformers': transformers.__version__}, open('versions.json', 'w'))
 import importlib, mgrpo_ref
 assert mgrpo_ref.__file__.startswith(sys.argv[1]), mgrpo_ref.__file__     # this commit's code, not the venv's editable install
 f = getattr(importlib.import_module(sys.argv[2]), sys.argv[3])
@@ -73,7 +74,7 @@ def weights_digest(path: Path) -> str:
 def fmt(v) -> str: return repr(v) if not isinstance(v, float) else float.__repr__(v)
 
 def run(commit: str, steps: int, tag: str, warmstart: Path, out: Path, overrides: str, mode: str = 'mgrpo',
-        experiment: bool = False) -> dict:
+        experiment: bool = False, libs: Path | None = None) -> dict:
     sha = git('rev-parse', '--short=7', commit)
     wt, dest = Path(f'/tmp/wt-{sha}'), out / f'{sha}-{tag}'
     if dest.exists(): shutil.rmtree(dest)
@@ -89,7 +90,7 @@ def run(commit: str, steps: int, tag: str, warmstart: Path, out: Path, overrides
             module, func = entry_point(wt)
             kw = dict(mode=mode, seed=0, steps=steps, checkpoint=str(warmstart), out=str(dest / 'run'),
                       set=overrides or None, quiet=True)
-        env = {**os.environ, 'PYTHONPATH': str(wt), 'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1',
+        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(wt), *([str(libs)] if libs else [])]), 'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1',
                'HF_HUB_OFFLINE': '1', 'TRANSFORMERS_OFFLINE': '1', 'HF_DATASETS_OFFLINE': '1'}
         cmd = [str(PY), '-c', RUNNER, str(wt), module, func, json.dumps(kw)]
         t0 = time.perf_counter()
@@ -104,11 +105,12 @@ def run(commit: str, steps: int, tag: str, warmstart: Path, out: Path, overrides
     steps_m = [m for m in metrics if 'main/reward' in m or 'sub/reward' in m]
     weights = {r: weights_digest(p) for r, p in final_weights(dest / 'run').items()}
     res = dict(commit=sha, subject=git('log', '-1', '--format=%s', sha)[:100], entry=f'{module}:{func}', kwargs=kw,
+               versions=json.loads((dest / 'versions.json').read_text()),
                seconds=round(secs, 1), steps=[{k: m.get(k) for k in ('step', *ROLLOUT_KEYS, *UPDATE_KEYS)} for m in steps_m],
                eval=[{k: v for k, v in m.items() if k.startswith('eval/') or k == 'step'} for m in metrics if 'eval/sampled' in m],
                weights=weights, digest=hashlib.sha256(''.join(f'{r}:{d}\n' for r, d in sorted(weights.items())).encode()).hexdigest())
     (dest / 'drift.json').write_text(json.dumps(res, indent=1) + '\n')
-    print(f"commit {sha} ({res['entry']}), {secs:.1f} s: {res['subject']}")
+    print(f"commit {sha} ({res['entry']}), {secs:.1f} s, {res['versions']}: {res['subject']}")
     for s in res['steps']:
         print(f"step {s['step']}: " + ', '.join(f'{k}={fmt(s[k])}' for k in ('main/reward', 'sub/reward', 'main/loss', 'sub/loss',
                                                                               'main/grad_norm', 'sub/grad_norm')))
@@ -223,12 +225,13 @@ if __name__ == '__main__':
     r.add_argument('--experiment', action='store_true', help="run the commit's mgrpo-experiment (one arm, seed 0, one worker) instead of mgrpo-train")
     r.add_argument('--warmstart', type=Path, default=Path('/tmp/ws0')); r.add_argument('--out', type=Path, default=Path('/tmp/drift'))
     r.add_argument('--set', default='eval_every=0,eval_questions=8', help="the run's --set ('' for none: the config's evaluation)")
+    r.add_argument('--libs', type=Path, default=None, help='a folder of packages put before the venv\'s, e.g. another transformers: pip install --no-deps --target DIR transformers==5.23.0')
     c = sp.add_parser('compare'); c.add_argument('a', type=Path); c.add_argument('b', type=Path)
     cm = sp.add_parser('committed'); cm.add_argument('run', type=Path); cm.add_argument('--csv', type=Path, default=REPO / 'docs' / 'results_steps.csv')
     cm.add_argument('--arm', default='mgrpo'); cm.add_argument('--seed', default='0')
     pr = sp.add_parser('probe'); pr.add_argument('--warmstart', type=Path, default=Path('/tmp/ws0')); pr.add_argument('--commit', default='HEAD')
     a = ap.parse_args()
-    if a.cmd == 'run': run(a.commit, a.steps, a.tag, a.warmstart, a.out, a.set, a.mode, a.experiment)
+    if a.cmd == 'run': run(a.commit, a.steps, a.tag, a.warmstart, a.out, a.set, a.mode, a.experiment, a.libs)
     elif a.cmd == 'compare': compare(a.a, a.b)
     elif a.cmd == 'committed': committed(a.run, a.csv, a.arm, a.seed)
     else: probe(a.warmstart, a.commit)
