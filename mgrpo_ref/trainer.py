@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['TRL_NAMES', 'ROLES', 'ADDED_METRICS', 'EPISODE_MEANS', 'MAX_METRICS', 'evaluate_system', 'publish_checkpoint',
-           'tracker_values', 'flat_config', 'Tracking', 'merge_metrics', 'Trainer', 'plot_run', 'warm_start_folder',
-           'default_start', 'starting_policies']
+           'tracker_values', 'flat_config', 'Tracking', 'merge_metrics', 'Trainer', 'machine', 'plot_run',
+           'warm_start_folder', 'default_start', 'starting_policies']
 
 # %% ../nbs/17_trainer.ipynb #362e9cf5
 import json, os, random, shutil, threading, time, uuid
@@ -300,12 +300,22 @@ class Trainer:
              'eval_greedy_before': evals[0]['eval/greedy'] if evals else None,
              'eval_greedy_after': evals[-1]['eval/greedy'] if evals else None,
              'skipped_updates': {r: dict(t.skipped) for r, t in self.trainers.items()},
-             'processes': self.processes}
+             'processes': self.processes, 'machine': machine()}
         if self.out is not None and self.is_main:
             (self.out / 'summary.json').write_text(json.dumps(s, indent=1) + '\n')
             fig = plot_run(self.history); fig.savefig(self.out / 'curves.png', dpi=110)
             import matplotlib.pyplot as plt; plt.close(fig)
         return s
+
+# %% ../nbs/17_trainer.ipynb #b8d42f13
+def machine() -> dict:
+    "What a run's last digits depend on beyond its code and config: the processor, the CPU kernels torch picked, the GPU if any, and the library versions."
+    import platform, transformers
+    info = Path('/proc/cpuinfo')
+    names = [l.split(':', 1)[1].strip() for l in info.read_text().splitlines() if l.startswith('model name')] if info.exists() else []
+    return {'cpu': names[0] if names else platform.processor(), 'cpu_capability': torch.backends.cpu.get_cpu_capability(),
+            'gpu': torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+            'torch': torch.__version__, 'transformers': transformers.__version__, 'python': platform.python_version()}
 
 # %% ../nbs/17_trainer.ipynb #0f3213b3
 def plot_run(history: list[dict], title: str = ''):
