@@ -50,7 +50,7 @@ def paired(df: pd.DataFrame, arm: str, base: str, col: str = 'after') -> pd.Seri
     return m['a'] - m['b']
 
 def contrast_table(df: pd.DataFrame, col: str = 'after') -> str:
-    "Markdown: per budget, each warm start and pooled, every arm's `col` (mean ± sd over seeds) and mgrpo's paired differences against shared, shared_matched and single."
+    "Markdown: per budget, each warm start and pooled, every arm's `col` (mean ± sd over its runs: the seeds of a warm start, or every run in the pooled row) and mgrpo's paired differences against shared, shared_matched, mgrpo_from_shared and single ('–' under two pairs); `runs` counts every arm's runs of the row."
     arms = [a for a in CONTRASTS if a in set(df.arm)]
     vs = [a for a in ('shared', 'shared_matched', 'mgrpo_from_shared', 'single') if a in arms and 'mgrpo' in arms]
     lines = ['| budget | warm start | runs | ' + ' | '.join(f'`{a}`' for a in arms) + ' | ' + ' | '.join(f'`mgrpo` − `{a}` (ahead)' for a in vs) + ' |',
@@ -92,7 +92,7 @@ def efficiency_table(df: pd.DataFrame) -> str:
     return '\n'.join(lines)
 
 def summary_table(df: pd.DataFrame) -> str:
-    "Markdown, the README's table: per budget and arm, pooled over warm starts and seeds, held-out accuracy after training (sampled and greedy), `mgrpo` minus the arm on the same warm start and seed (sampled: mean ± sd, runs where `mgrpo` is ahead, and warm starts where it is ahead on average), and the command that makes the row."
+    "Markdown: per budget and arm, pooled over warm starts and seeds, held-out accuracy after training (sampled and greedy), `mgrpo` minus the arm on the same warm start and seed (sampled: mean ± sd, runs where `mgrpo` is ahead, and warm starts where it is ahead on average), and the command that makes the row."
     lines = ['| budget | arm | runs (warm starts) | sampled | greedy | `mgrpo` − arm, sampled (runs ahead) | warm starts where `mgrpo` is ahead | command |', '|---' * 8 + '|']
     for b, a, g in by_arm(df):
         d = paired(df[df.budget == b], 'mgrpo', a) if a != 'mgrpo' else pd.Series(dtype=float)
@@ -118,7 +118,7 @@ def glance_table(df: pd.DataFrame) -> str:
 
 # %% ../nbs/21c_contrast_tables.ipynb #9a4b6c11
 def budget_use_table(df: pd.DataFrame) -> str:
-    "Markdown: per budget, arm and system, the warm start's (the system it started from) and the trained checkpoints' accuracy, cut share, turns and longest episode (means over the warm starts and seeds measured)."
+    "Markdown: per budget, arm and system, the warm start's (the system it started from) and the trained checkpoints' accuracy, cut share and turns (means over the warm starts and seeds measured) and longest episode (the maximum)."
     lines = ['| budget | arm | system | runs | accuracy: warm start → trained | episodes cut | sub-episodes cut | turns | longest episode (tokens, max) |', '|---' * 9 + '|']
     ws = df[df.arm == 'warm start'].set_index(['budget', 'warmstart', 'system'])
     for (b, a, system), g in df[df.arm != 'warm start'].groupby(['budget', 'arm', 'system'], sort=False):
