@@ -2,9 +2,12 @@
 import json, subprocess, sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow      # 87-117 s of CI's pytest: it runs bench/memory.py's real updates; `make slow` runs it
 def test_memory_model_is_within_25_percent_of_measured_peaks():
     "Two cases of bench/memory.py, each in its own process: the real AgentTrainer.update, padded batches, a 32,000- and an 8,000-token vocabulary."
     r = subprocess.run([sys.executable, 'bench/memory.py', '--cases', 'update,update-long-context', '--quick'],
