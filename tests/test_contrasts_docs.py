@@ -1,0 +1,35 @@
+"The committed contrast results (docs/contrasts.*, results/contrasts) and the README's table agree: what a reader sees is what the runs say."
+from pathlib import Path
+
+import pandas as pd
+
+from mgrpo_ref.contrast_tables import glance_table
+from mgrpo_ref.contrasts import BUDGETS, COLUMNS
+from mgrpo_ref.experiments import CONTRASTS
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = pd.read_csv(ROOT / 'docs' / 'contrasts.csv')
+
+
+
+def test_every_arm_budget_warm_start_and_seed_has_one_row():
+    assert list(RUNS.columns) == COLUMNS
+    keys = RUNS[['budget', 'warmstart', 'arm', 'seed']].apply(tuple, axis=1)
+    assert keys.is_unique
+    want = {(b, w, a, s) for b in BUDGETS for w in (0, 1, 2) for a in CONTRASTS for s in (0, 1, 2)}
+    assert set(keys) == want, (sorted(want - set(keys))[:5], sorted(set(keys) - want)[:5])
+
+
+def test_a_row_from_a_smaller_budget_is_a_run_that_never_met_it():
+    stand_ins = RUNS[RUNS.source != 'run']
+    assert (stand_ins.run_budget < stand_ins.budget).all() and (stand_ins.budget_reached == 0).all()
+    archived = {p.parent.relative_to(ROOT / 'results' / 'contrasts').as_posix()
+                for p in (ROOT / 'results' / 'contrasts').glob('budget*/ws*/*/seed*/summary.json')}
+    for r in RUNS.itertuples():                                   # every row's run is in the archive, where `mgrpo-contrasts` resumes from
+        assert f'budget{r.run_budget}/ws{r.warmstart}/{r.arm}/seed{r.seed}' in archived, r
+
+
+def test_the_readme_and_docs_show_the_table_of_the_committed_runs():
+    table = glance_table(RUNS)
+    assert table in (ROOT / 'docs' / 'contrasts.md').read_text()
+    assert table in (ROOT / 'README.md').read_text(), 'README.md: paste the table `glance_table(docs/contrasts.csv)` prints'
