@@ -20,8 +20,8 @@ import pandas as pd
 from fastcore.script import call_parse
 
 from .config import TrainConfig
-from .contrast_tables import (budget_use_table, contrast_table, efficiency, efficiency_table, glance_table, pair_table,
-                                       plot_contrasts, summary_table)
+from .contrast_tables import budget_use_table, contrast_table, efficiency, efficiency_table, glance_table
+from .contrast_tables import pair_table, plot_contrasts, summary_table
 from .experiments import ARMS, CONTRASTS, COLORS, ExperimentConfig, collect, run_experiment
 from .models import ChatFormat, build_tokenizer, world_texts
 from .oracle import Episode, OracleSetup, solve
