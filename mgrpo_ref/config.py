@@ -11,6 +11,7 @@ import dataclasses, json, types, typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .adapters import AdapterConfig
 from .advantages import SUB_GROUPS
 from .loss import LossConfig
 from .rewards import RewardConfig
@@ -62,6 +63,7 @@ class ModelConfig:
     single: str | None = None           # the single agent of mode 'single', likewise
     shared: str | None = None           # the one model of mode 'shared', which plays both the main agent and the sub-agent, likewise
     dtype: str = 'float32'              # the weights' dtype: 'float32' or 'bfloat16'
+    lora: AdapterConfig | None = None   # LoRA adapters (peft, 05c_adapters) on every starting model that has none, so only they train; None: full fine-tuning (a checkpoint of adapters trains its adapters either way)
 
     def __post_init__(self):
         if self.dtype not in ('float32', 'bfloat16'): raise ValueError(f"ModelConfig.dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
@@ -165,6 +167,9 @@ def _plain_value(t, v, where: str):
     if typing.get_origin(t) in (typing.Union, types.UnionType):          # X | None
         if v is None and type(None) in args: return None
         return _plain_value(next(a for a in args if a is not type(None)), v, where)
+    if typing.get_origin(t) is tuple and args[-1] is Ellipsis:          # tuple[X, ...]
+        if not isinstance(v, (list, tuple)): raise ValueError(f"{where} must be a list, got {v!r}")
+        return tuple(_plain_value(args[0], x, f'{where}[{i}]') for i, x in enumerate(v))
     if typing.get_origin(t) is tuple:
         if not isinstance(v, (list, tuple)) or len(v) != len(args): raise ValueError(f"{where} must be a list of {len(args)} values, got {v!r}")
         return tuple(_plain_value(a, x, f'{where}[{i}]') for i, (a, x) in enumerate(zip(args, v)))

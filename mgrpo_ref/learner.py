@@ -14,7 +14,7 @@ import torch
 
 from .config import AccelConfig, OptimConfig
 from .loss import LossConfig, LossInfo, loss_batch, merge_duplicates, policy_loss_backward, reference_logprobs
-from .policy import Policy, TokenLogprobs
+from .policy import Policy, TokenLogprobs, trainable_parameters
 from .rollout import Trajectory
 
 # %% ../nbs/14_learner.ipynb #8910f5e0
@@ -74,7 +74,7 @@ class AgentTrainer:
         self.reference = None                                 # beta_kl > 0: a frozen copy of the weights the trainer starts from
         if loss.beta_kl > 0: self.reference = copy.deepcopy(policy.model).eval().requires_grad_(False)
         trained = self.model if self.sharded else policy.model   # FSDP: each process steps its shards only
-        self.opt = torch.optim.AdamW(trained.parameters(), lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
+        self.opt = torch.optim.AdamW(trainable_parameters(trained), lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
         self.version = 0                                      # optimizer steps taken
         self.skipped = Counter()                              # skipped updates by reason
 
@@ -95,7 +95,7 @@ class AgentTrainer:
             self.skipped['zero_signal'] += 1
             return {'skipped': 'zero_signal', 'version': self.version}
         batches = [self._loss_batch(ts, a) for (ts, _), a in zip(parts, advs)]   # (batch, (N, L) loss positions, counts) per part
-        params = [p for p in (self.model if self.sharded else self.policy.model).parameters() if p.requires_grad]
+        params = trainable_parameters(self.model if self.sharded else self.policy.model)
         no_sync = (lambda: self.acc.no_sync(self.model)) if self.processes > 1 and not self.sharded else None
         extra = 0                                             # FSDP gathers in every pass: every process runs as many as the busiest
         if self.sharded:                                      # (an idle pass, for a process without loss tokens, counts as one)

@@ -17,6 +17,7 @@ import torch
 from tqdm.auto import tqdm
 from collections import Counter
 
+from .adapters import add_adapters
 from .config import TrainConfig, check_trackers, trackers
 from .data import Task
 from .learner import AgentTrainer, SharedUpdate, make_accelerator
@@ -358,7 +359,7 @@ def default_start(cfg: TrainConfig, out: str | Path, steps: int | None = None, w
 
 def starting_policies(cfg: TrainConfig, checkpoint: str | Path | None, named: bool = True,
                       roles: tuple[str, ...] | None = None) -> dict[str, Policy]:
-    "The policies `roles` (default: the mode's models, `cfg.agents`) start from: a role's `TrainConfig.models` checkpoint (a folder or a Hugging Face id) if `named`, else `checkpoint/<role>`; roles with neither are left out."
+    "The policies `roles` (default: the mode's models, `cfg.agents`) start from: a role's `TrainConfig.models` checkpoint (a folder, a Hugging Face id or a name in BASES) if `named`, else `checkpoint/<role>`; roles with neither are left out. With `models.lora`, a model without adapters gets fresh ones."
     dtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16}[cfg.models.dtype]
     out = {}
     for r in roles or cfg.agents:
@@ -368,4 +369,5 @@ def starting_policies(cfg: TrainConfig, checkpoint: str | Path | None, named: bo
             name, where = str(Path(checkpoint) / r), 'the checkpoint'
         try: out[r] = Policy.load(name, dtype)
         except (OSError, ValueError) as e: raise ValueError(f"{where}: cannot load {name!r}: {str(e).strip().splitlines()[0]}") from None
+        if cfg.models.lora is not None and not out[r].adapted: out[r] = add_adapters(out[r], cfg.models.lora, seed=cfg.seed)
     return out

