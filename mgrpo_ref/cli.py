@@ -54,6 +54,10 @@ CONFIGS = {
     'qwen3-gpu.json': "real checkpoints on GPUs: Qwen3-4B for both agents, the published hyperparameters (K = 8, learning rate "
                       "1e-6, clip 0.2 / 0.28, no KL, T = 1.0), turn caps per agent, D_max = 3, bf16 autocast and gradient checkpointing, "
                       "the main agent on cuda:0 and the sub-agent on cuda:1, TensorBoard tracking; WebWalkerQA files and a local retrieval server",
+    'smollm2-cpu.json': "a real pretrained chat model on a 2-core CPU (`make real-demo`): SmolLM2-135M-Instruct for both agents as LoRA "
+                        "adapters (`models.lora`, rank 8; the shipped real warm start comes from `--checkpoint mgrpo_ref/checkpoints/smollm2`), "
+                        "B = 4 questions x K = 6 rollouts a step, turns of at most 40 tokens (the oracle's longest is 25 SmolLM2 tokens), "
+                        "learning rate 1e-4 for the adapters, micro-batches of 8, evaluation on 60 test questions before and after",
 }
 
 TRL_CONFIG = [   # (this project's config field(s), TRL GRPOConfig field, how they relate)
@@ -113,6 +117,9 @@ keeps its name.
 def configs_readme() -> str:
     "The text of configs/README.md."
     files = '\n'.join(f'- `{name}`: {what}.' for name, what in CONFIGS.items())
+    files += ("\n\nOne file here is not a `TrainConfig`: `warmstart-smollm2.json` holds the `WarmStartConfig` fields of the shipped "
+              "real warm start (`make real-warmstart`, `mgrpo-rollout --warmstart --warmstart-config`): rank-8 adapters on SmolLM2 "
+              "fine-tuned on the oracle's demonstrations, 60 main, 150 sub-agent and 60 single-agent steps of 8 sequences at learning rate 2e-4.")
     return f'''# Configs
 
 One format for every command: a JSON object of `TrainConfig` fields, sections as nested objects. A file may

@@ -77,6 +77,11 @@ def _draw(logp: torch.Tensor, top_p: float, gens: list[torch.Generator]) -> torc
     u = torch.stack([torch.rand((), generator=g, dtype=cdf.dtype) for g in gens]).to(cdf.device) * cdf[:, -1]  # (B,) CPU generators: the same draws on any device
     return torch.searchsorted(cdf, u[:, None]).clamp_max(cdf.shape[-1] - 1).squeeze(-1)          # (B,)
 
+def _cache_name() -> str:
+    "The name a transformers model takes and returns its KV cache by: `cache` from transformers 5.24, `past_key_values` before."
+    import transformers
+    return 'cache' if tuple(int(x) for x in transformers.__version__.split('.')[:2]) >= (5, 24) else 'past_key_values'
+
 @torch.no_grad()
 def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int], pad_id: int,
            stop_ids: set[int] = frozenset(), stop_strings: 'list[str] | StopStrings' = (), tokenizer=None,
@@ -96,9 +101,10 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
     ids, new = ids.to(dev), new.to(dev)
     pos = torch.tensor(start, device=dev)[:, None] + (new.cumsum(-1) - 1).clamp_min(0)  # (B, n) true positions
     mask = torch.cat([mask, new], dim=1)                                      # (B, C+n) which cache slots hold real tokens
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, cache=kv, use_cache=True,
+    name = _cache_name()
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, **{name: kv}, use_cache=True,
                 logits_to_keep=1)   # only the last position's logits: (B, n, V) of a long prompt with a 150k-token vocabulary would not fit in memory
-    kv, logits = out.cache, out.logits[:, -1].float()                         # (B, V)
+    kv, logits = getattr(out, name), out.logits[:, -1].float()                         # (B, V)
     next_pos = pos[:, -1] + 1                                                 # (B,)
     fed = [len(p) for p in prompts]                                           # tokens of each sequence in kv
     toks, lps = [[] for _ in range(B)], [[] for _ in range(B)]
@@ -122,8 +128,8 @@ def sample(model, prompts: list[list[int]], cfg: SamplingConfig, seeds: list[int
         mask = torch.cat([mask, drew[:, None].to(mask)], dim=1)              # (B, C+n+t+1) a row that stopped before feeds padding
         fed = [f + d for f, d in zip(fed, drew.tolist())]
         out = model(input_ids=tok[:, None].to(dev), attention_mask=mask, position_ids=next_pos[:, None],
-                    cache=kv, use_cache=True)
-        kv, logits, next_pos = out.cache, out.logits[:, -1].float(), next_pos + 1
+                    **{name: kv}, use_cache=True)
+        kv, logits, next_pos = getattr(out, name), out.logits[:, -1].float(), next_pos + 1
     if cache is not None: cache.store(keys, kv, mask, [(p + t)[:f] for p, t, f in zip(prompts, toks, fed)])
     return [Sample(t, l, f) for t, l, f in zip(toks, lps, finish)]
 
@@ -324,7 +330,7 @@ def _read_smollm2(dtype):
         tok = AutoTokenizer.from_pretrained(f.parent, gguf_file=f.name)
         model = AutoModelForCausalLM.from_pretrained(f.parent, gguf_file=f.name, dtype=dtype).eval()
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
-    model.hf_quantizer = None; del model.config.quantization_config   # plain float weights now: save_pretrained refuses a quantized model
+    model.hf_quantizer = None; model.config.__dict__.pop('quantization_config', None)   # plain float weights now: save_pretrained refuses a quantized model
     return model, tok
 
 def load_smollm2(dtype=torch.float32) -> Policy:
