@@ -72,7 +72,7 @@ def main(argv=None):
     upd_s = sum(m.get('time/main_update', 0) + m.get('time/sub_update', 0) for m in steps)
     trained = sum(m.get('main/episode_tokens', 0) * (m.get('main/skipped', 1) is None)
                   + m.get('sub/episode_tokens', 0) * (m.get('sub/skipped', 1) is None) for m in steps)
-    loss_tokens = sum((m.get('main/tokens') or 0) + (m.get('sub/tokens') or 0) for m in steps)
+    loss_tokens = int(sum((m.get("main/tokens") or 0) + (m.get("sub/tokens") or 0) for m in steps))
     gen_flops = 2 * n_body * fed + 2 * H * V * sampled
     upd_flops = 4 * n_body * trained + 6 * H * V * loss_tokens
     print(f"\n| work | tokens | seconds | tokens/s | GFLOP/s | share of the matmul rate |\n|---|---:|---:|---:|---:|---:|")

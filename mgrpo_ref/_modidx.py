@@ -339,6 +339,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                 'mgrpo_ref/protocol.py')},
             'mgrpo_ref.real': { 'mgrpo_ref.real.ExampleChat': ('real_model.html#examplechat', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.ExampleChat.prompt_ids': ('real_model.html#examplechat.prompt_ids', 'mgrpo_ref/real.py'),
+                                'mgrpo_ref.real.episode_text': ('real_model.html#episode_text', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.mgrpo_real_starts': ('real_model.html#mgrpo_real_starts', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.real_starts': ('real_model.html#real_starts', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.starts_table': ('real_model.html#starts_table', 'mgrpo_ref/real.py'),

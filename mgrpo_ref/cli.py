@@ -56,8 +56,8 @@ CONFIGS = {
                       "the main agent on cuda:0 and the sub-agent on cuda:1, TensorBoard tracking; WebWalkerQA files and a local retrieval server",
     'smollm2-cpu.json': "a real pretrained chat model on a 2-core CPU (`make real-demo`): SmolLM2-135M-Instruct for both agents as LoRA "
                         "adapters (`models.lora`, rank 8; the shipped real warm start comes from `--checkpoint mgrpo_ref/checkpoints/smollm2`), "
-                        "B = 4 questions x K = 6 rollouts a step, turns of at most 40 tokens (the oracle's longest is 25 SmolLM2 tokens), "
-                        "learning rate 1e-4 for the adapters, micro-batches of 8, evaluation on 60 test questions before and after",
+                        "12 steps of B = 4 questions x K = 6 rollouts (about 3 minutes each here), turns of at most 40 tokens (the oracle's longest is 25 SmolLM2 tokens), "
+                        "learning rate 1e-4 for the adapters, micro-batches of 8, evaluation on 60 test questions before and after (greedy and one sample each)",
 }
 
 TRL_CONFIG = [   # (this project's config field(s), TRL GRPOConfig field, how they relate)

@@ -200,7 +200,7 @@ def shipped_warmstart(world_seed: int = 0) -> Path | None:
     return folder if meta['world_seed'] == world_seed else None
 
 def real_warmstart() -> Path | None:
-    "The folder of the shipped real warm start, LoRA adapters on SmolLM2-135M-Instruct (main/, sub/, single/, warmstart.json), or None where the package has none."
+    "The folder of the shipped real warm start, LoRA adapters on SmolLM2-135M-Instruct (a folder per role of its warmstart.json's `roles`), or None where the package has none."
     from importlib.resources import files
     folder = Path(str(files('mgrpo_ref') / 'checkpoints' / 'smollm2'))
     return folder if (folder / 'warmstart.json').exists() else None

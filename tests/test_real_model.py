@@ -42,14 +42,14 @@ def test_a_stop_string_that_ends_inside_a_merged_token(smol):
 
 
 def trajectories(folder, world, n: int = 4):
-    "Greedy episodes of the real warm start on `n` training questions: the main agent with its sub-agent, and the single agent."
+    "Greedy episodes of the real warm start on `n` training questions: the main agent with its sub-agent, and the single agent where it has one."
     cfg = RolloutConfig(k=1, main_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0),
                         sub_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0))
-    main, sub, single = (Policy.load(folder / r) for r in ('main', 'sub', 'single'))
-    client = InProcessSubAgent(sub, Toolbox.for_world(world), cfg)
-    mains, _ = rollout_mgrpo(world.questions['train'][:n], main, client, cfg)
-    singles, _ = rollout_single(world.questions['train'][:n], single, Toolbox.for_world(world), cfg)
-    return {'main': main, 'sub': sub, 'single': single}, mains + client.pop() + singles
+    pols = {r: Policy.load(folder / r) for r in ('main', 'sub', 'single') if (folder / r).is_dir()}
+    client = InProcessSubAgent(pols['sub'], Toolbox.for_world(world), cfg)
+    mains, _ = rollout_mgrpo(world.questions['train'][:n], pols['main'], client, cfg)
+    singles = rollout_single(world.questions['train'][:n], pols['single'], Toolbox.for_world(world), cfg)[0] if 'single' in pols else []
+    return pols, mains + client.pop() + singles
 
 
 @pytest.mark.skipif(real_warmstart() is None, reason='no shipped real warm start')
@@ -59,7 +59,7 @@ def test_real_episodes_are_token_in_token_out(world):
     frame, the loss batch holds the episode's ids unchanged, and the training forward gives the behaviour log-probs."""
     policies, trajs = trajectories(real_warmstart(), world)
     assert max(len(t.turns) for t in trajs if t.role == 'sub') >= 3
-    assert max(len(t.turns) for t in trajs if t.role == 'single') >= 3
+    assert 'single' not in policies or max(len(t.turns) for t in trajs if t.role == 'single') >= 3
     for t in trajs:
         pol, chat = policies[t.role], policies[t.role].chat
         ids, mask = t.input_ids, t.loss_mask
