@@ -177,7 +177,7 @@ pytest: $(STAMP)
 # (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
 REAL := mgrpo_ref/checkpoints/smollm2
 real-warmstart: $(STAMP)
-	rm -rf $(REAL).new && $(BIN)/mgrpo-rollout --warmstart --warmstart-config configs/warmstart-smollm2.json --save $(REAL).new \
+	rm -rf $(REAL).new && $(BIN)/mgrpo-rollout --warmstart --warmstart-config configs/warmstart/smollm2.json --save $(REAL).new \
 	  --questions 16 --k 2 --warmstart-roles main,sub,single
 	rm -rf $(REAL) && mv $(REAL).new $(REAL)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .policy import Policy, trainable_parameters
+from .policy import Policy
 
 # %% ../nbs/05c_adapters.ipynb #ad000007
 LORA_TARGETS = ('q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj')   # every linear layer of a Llama / Qwen block

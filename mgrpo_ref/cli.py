@@ -117,7 +117,7 @@ keeps its name.
 def configs_readme() -> str:
     "The text of configs/README.md."
     files = '\n'.join(f'- `{name}`: {what}.' for name, what in CONFIGS.items())
-    files += ("\n\nOne file here is not a `TrainConfig`: `warmstart-smollm2.json` holds the `WarmStartConfig` fields of the shipped "
+    files += ("\n\nThe files of `warmstart/` are not `TrainConfig`s: `warmstart/smollm2.json` holds the `WarmStartConfig` fields of the shipped "
               "real warm start (`make real-warmstart`, `mgrpo-rollout --warmstart --warmstart-config`): rank-8 adapters on SmolLM2 "
               "fine-tuned on the oracle's demonstrations, 60 main, 150 sub-agent and 60 single-agent steps of 8 sequences at learning rate 2e-4.")
     return f'''# Configs

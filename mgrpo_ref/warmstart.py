@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from fastcore.script import call_parse
 from tqdm.auto import tqdm
 

@@ -68,6 +68,12 @@ def test_config_files_load_and_toy_cpu_is_the_defaults():
     assert (gpu.rollout.k, gpu.main_optim.lr, gpu.sub_optim.lr, gpu.loss.eps_low, gpu.loss.eps_high, gpu.loss.beta_kl) == (8, 1e-6, 1e-6, 0.2, 0.28, 0.0)
     assert gpu.rollout.main_sampling.temperature == gpu.rollout.sub_sampling.temperature == 1.0
     assert gpu.models.main.startswith('Qwen/Qwen3') and gpu.accel.mixed_precision == 'bf16'
+    real = configs['smollm2-cpu.json']                 # the real model: adapters, turns of 40 tokens
+    assert real.models.lora is not None and real.rollout.main_sampling.max_new_tokens == real.rollout.sub_sampling.max_new_tokens == 40
+    from mgrpo_ref.config import from_plain             # configs/warmstart/ holds WarmStartConfig fields
+    from mgrpo_ref.warmstart import WarmStartConfig
+    warm = {p.name: from_plain(WarmStartConfig, json.loads(p.read_text()), p.name) for p in (ROOT / 'configs/warmstart').glob('*.json')}
+    assert warm['smollm2.json'].base == 'smollm2'
 
 
 def summary_of(r) -> dict:
