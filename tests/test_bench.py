@@ -88,3 +88,11 @@ def test_notebooks_kernel_bench_runs(tmp_path):
     rows = (tmp_path / 'times.csv').read_text().splitlines()
     assert rows[0] == 'notebook,seconds,ok,error' and rows[1].startswith('02_protocol.ipynb,') and rows[1].endswith(',True,')
     assert (tmp_path / '02_protocol.ipynb').exists() and (ROOT / 'nbs/02_protocol.ipynb').read_bytes() == before
+
+
+def test_real_step_reads_the_committed_real_run():
+    "bench/real_step.py on results/real-demo (make real-demo's run): phases, tokens/s and their share of a matmul rate measured now."
+    out = bench('bench/real_step.py', '--run', 'results/real-demo', '--threads', '1')
+    assert out['steps'] == 11 and out['matmul_gflops'] > 0                    # 12 steps: the last one's end is the final evaluation
+    assert 0 < out['gen_share'] < 1 and 0 < out['update_share'] < 1
+    assert abs(sum(out['phases'].values()) - out['step_seconds']) < 0.2 * out['step_seconds']   # medians of each phase, near the median step
