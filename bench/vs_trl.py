@@ -2,21 +2,26 @@
 
     .venv/bin/pip install -e ".[bench]"          # TRL, for this script only
     .venv/bin/python bench/vs_trl.py [--repeats 5] [--questions 8] [--k 8] [--tokens 32] [--threads 2]
+    .venv/bin/python bench/vs_trl.py --model smollm2 --lora 8 --questions 4 --k 8 --tokens 40 --micro 8 --repeats 3
 
 The workload, the same on both sides:
-- model: one freshly initialised tiny Qwen3 of the world's tokenizer (0.38 M parameters), copied, so both
-  start from identical weights; float32 on the CPU, no gradient checkpointing, the same torch threads;
+- model: one freshly initialised tiny Qwen3 of the world's tokenizer (0.38 M parameters), or with `--model
+  smollm2` SmolLM2-135M-Instruct (`load_smollm2`) with fresh rank-`--lora` peft adapters on the frozen base
+  (TRL gets the same PeftModel: TRL trains what requires grad, as this project's `trainable_parameters`),
+  copied, so both start from identical weights; float32 on the CPU, no gradient checkpointing, the same
+  torch threads;
 - prompts: B training questions of the built-in world per step, the same ones in the same order, as the
   single agent's chat prompt (system + user); the token ids TRL builds are checked equal to ours;
 - K completions per prompt, at most `--tokens` new tokens at T = 1 (no top-p, no top-k), stopping at the
-  same tokens (the single agent's closing tags and end of turn);
+  same tokens (the single agent's closing tags and end of turn; SmolLM2's closing tags are several tokens, which
+  TRL's `generate` cannot stop at without a tokenizer, so with `--model smollm2` both stop only at end of turn);
 - reward: one Python function of the completion's text (the share of the question's words it repeats),
   so that groups have signal and neither side skips its update;
 - GRPO: group-normalised advantages, the clipped surrogate with eps 0.2 / 0.28, no KL (no reference model),
-  one pass (mu = 1) in micro-batches of 16, the sequence-mean-of-token-means loss (TRL's loss_type 'grpo');
+  one pass (mu = 1) in micro-batches of `--micro` (16), the sequence-mean-of-token-means loss (TRL's loss_type 'grpo');
 - optimizer: AdamW, lr 3e-4 constant, betas (0.9, 0.99), eps 1e-8, no weight decay, gradient norm clipped
   at 1.0; one optimizer step per generation batch (TRL: gradient_accumulation_steps = steps_per_generation
-  = B*K/16, so it samples once per step and takes no extra forward pass for old log-probs).
+  = B*K/micro, so it samples once per step and takes no extra forward pass for old log-probs).
 
 Settings that differ, and why they do not change the work: TRL samples with `model.generate` and one global
 generator, this project with its own loop and a generator per sequence (the same distribution, other draws,
@@ -34,7 +39,8 @@ import torch
 
 from mgrpo_ref.advantages import main_advantages
 from mgrpo_ref.loss import LossConfig
-from mgrpo_ref.policy import SamplingConfig, tiny_policy
+from mgrpo_ref.adapters import AdapterConfig, add_adapters
+from mgrpo_ref.policy import SamplingConfig, load_smollm2, tiny_policy, trainable_parameters
 from mgrpo_ref.protocol import SYSTEM_PROMPTS
 from mgrpo_ref.rollout import RolloutConfig, rollout_single
 from mgrpo_ref.tools import Toolbox
@@ -42,7 +48,7 @@ from mgrpo_ref.config import OptimConfig
 from mgrpo_ref.learner import AgentTrainer
 from mgrpo_ref.world import build_world
 
-LR, BETAS, CLIP, MICRO = 3e-4, (0.9, 0.99), 1.0, 16
+LR, BETAS, CLIP = 3e-4, (0.9, 0.99), 1.0
 
 
 def overlap(text: str, question: str) -> float:
@@ -69,7 +75,11 @@ def main():
     ap.add_argument('--k', type=int, default=8, help='K: completions per prompt (the group)')
     ap.add_argument('--tokens', type=int, default=32, help='most new tokens per completion')
     ap.add_argument('--threads', type=int, default=2, help='torch threads, for both sides')
+    ap.add_argument('--model', choices=('tiny', 'smollm2'), default='tiny', help="the policy: the tiny model, or SmolLM2-135M-Instruct with adapters")
+    ap.add_argument('--lora', type=int, default=8, help='with --model smollm2: the adapters\' rank')
+    ap.add_argument('--micro', type=int, default=16, help='sequences per micro-batch, for both sides')
     a = ap.parse_args()
+    MICRO = a.micro
     if a.questions * a.k % MICRO: raise SystemExit(f"--questions x --k must be a multiple of the micro-batch {MICRO}")
     torch.set_num_threads(a.threads)
     import transformers, trl
@@ -80,7 +90,11 @@ def main():
 
     world = build_world(seed=0)
     toolbox = Toolbox.for_world(world)
-    ours = tiny_policy(world, seed=0)
+    if a.model == 'tiny': ours = tiny_policy(world, seed=0)
+    else:
+        ours = add_adapters(load_smollm2(), AdapterConfig(r=a.lora), seed=0)
+        eos = ours.tokenizer.eos_token_id
+        ours.stops = lambda role: ({eos}, [])                              # end of turn only, as TRL (docstring)
     theirs = copy.deepcopy(ours)
     stops, _ = ours.stops('single')
     theirs.model.generation_config.eos_token_id = sorted(stops)         # TRL stops at the model's eos ids
@@ -144,10 +158,12 @@ def main():
     print(f"ratio of seconds per step (ours / TRL): {o['seconds_per_step'] / t['seconds_per_step']:.3f}")
     print(json.dumps({'ours': o, 'trl': t, 'ratio_seconds_per_step': round(o['seconds_per_step'] / t['seconds_per_step'], 3),
                       'ratio_tokens_per_s': round(o['tokens_per_s'] / t['tokens_per_s'], 3),
-                      'workload': {'questions': a.questions, 'k': a.k, 'max_new_tokens': a.tokens, 'micro_batch': MICRO,
-                                   'parameters': sum(p.numel() for p in ours.model.parameters()), 'repeats': a.repeats},
+                      'workload': {'model': a.model, 'lora_rank': a.lora if a.model != 'tiny' else None, 'questions': a.questions, 'k': a.k,
+                                   'max_new_tokens': a.tokens, 'micro_batch': MICRO, 'parameters': sum(p.numel() for p in ours.model.parameters()),
+                                   'trained_parameters': sum(p.numel() for p in trainable_parameters(ours.model)), 'repeats': a.repeats},
                       'machine': f'{platform.machine()}, {torch.get_num_threads()} torch threads',
-                      'versions': {'torch': torch.__version__, 'transformers': transformers.__version__, 'trl': trl.__version__}}))
+                      'versions': {'torch': torch.__version__, 'transformers': transformers.__version__, 'trl': trl.__version__,
+                                   'peft': __import__('peft').__version__}}))
 
 
 if __name__ == '__main__':

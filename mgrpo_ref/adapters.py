@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .policy import Policy
+from .policy import Policy, quiet_peft
 
 # %% ../nbs/05c_adapters.ipynb #ad000007
 LORA_TARGETS = ('q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj')   # every linear layer of a Llama / Qwen block
@@ -37,7 +37,7 @@ def add_adapters(policy: Policy, cfg: AdapterConfig = AdapterConfig(), seed: int
     linear = {n.rsplit('.', 1)[-1] for n, m in policy.model.named_modules() if isinstance(m, nn.Linear)}
     missing = sorted(set(cfg.targets) - linear)
     if missing: raise ValueError(f"AdapterConfig.targets {missing} name no linear layer of {type(policy.model).__name__} (it has {sorted(linear)})")
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), quiet_peft():
         torch.manual_seed(seed)
         model = get_peft_model(policy.model, LoraConfig(r=cfg.r, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=list(cfg.targets)))
     return Policy(model.eval(), policy.tokenizer, policy.chat.observation_role, base=policy.base)

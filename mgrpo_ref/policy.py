@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['HEAD_CHUNK', 'BASES', 'StopStrings', 'SamplingConfig', 'Sample', 'sample', 'TurnCache', 'token_logprobs',
-           'TokenLogprobs', 'sequence_logprobs', 'Policy', 'trainable_parameters', 'tiny_policy', 'smollm2_path',
-           'load_smollm2']
+           'TokenLogprobs', 'sequence_logprobs', 'quiet_peft', 'Policy', 'trainable_parameters', 'tiny_policy',
+           'smollm2_path', 'load_smollm2']
 
 # %% ../nbs/05b_policy.ipynb #d2daa823
 import copy, functools, json, re
@@ -220,13 +220,24 @@ def sequence_logprobs(model, seqs: list[list[int]], pad_id: int, temperature: fl
 # %% ../nbs/05b_policy.ipynb #a0164c4e
 @contextmanager
 def _no_hf_bars():
-    "transformers' (and huggingface_hub's) progress bars off while inside, as they were after."
+    "transformers' (and huggingface_hub's) progress bars off while inside, as they were after; the GGUF loader's too, which draws a plain tqdm bar that no switch turns off."
+    import functools
+    from transformers import modeling_gguf_pytorch_utils as gguf
     from transformers.utils import logging as hf_logging
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+    was, bar = hf_logging.is_progress_bar_enabled(), gguf.tqdm
+    hf_logging.disable_progress_bar(); gguf.tqdm = functools.partial(bar, disable=True)
     try: yield
     finally:
+        gguf.tqdm = bar
         if was: hf_logging.enable_progress_bar()
+
+@contextmanager
+def quiet_peft():
+    "peft (0.21) asks the model `is_gradient_checkpointing`, which transformers (5.x) warns is deprecated: not ours to fix, and noise in every run with adapters."
+    import warnings
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='.*is_gradient_checkpointing.*', category=FutureWarning)
+        yield
 
 BASES: dict = {}   # model names `Policy.load` (and so every config's model fields) takes besides folders and hub ids -> a loader(dtype); 'smollm2' below
 
@@ -292,7 +303,7 @@ class Policy:
         if (p/'adapter_config.json').exists():                 # LoRA adapters (05c_adapters): back on their base, trainable
             from peft import PeftModel
             base = cls.load(meta['base'], dtype)
-            model = PeftModel.from_pretrained(base.model, str(p), is_trainable=True).eval()
+            with quiet_peft(): model = PeftModel.from_pretrained(base.model, str(p), is_trainable=True).eval()
             return cls(model, base.tokenizer, base.chat.observation_role, base=meta['base'])
         src = p if p.is_dir() else str(path)
         with _no_hf_bars():
@@ -330,7 +341,8 @@ def _read_smollm2(dtype):
         tok = AutoTokenizer.from_pretrained(f.parent, gguf_file=f.name)
         model = AutoModelForCausalLM.from_pretrained(f.parent, gguf_file=f.name, dtype=dtype).eval()
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
-    model.hf_quantizer = None; model.config.__dict__.pop('quantization_config', None)   # plain float weights now: save_pretrained refuses a quantized model
+    model.hf_quantizer, model.is_quantized = None, False   # plain float weights now: save_pretrained and Trainer refuse a quantized model
+    model.config.__dict__.pop('quantization_config', None)
     return model, tok
 
 def load_smollm2(dtype=torch.float32) -> Policy:

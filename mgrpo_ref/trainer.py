@@ -33,10 +33,10 @@ from .world import Question, World, WorldConfig, build_world
 def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
                     limit: int | None = None, seed: int = 0, split: str = 'test',
                     sub_client: Callable[[RolloutConfig, int], SubAgentClient] | None = None, shard: tuple[int, int] = (0, 1)) -> dict:
-    "Greedy and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process)."
+    "Greedy and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process); `by_question` holds each question's greedy and sampled accuracy."
     task = Task.of(task)                                  # pass a Task to reuse its search index
     qs = {'train': task.train, 'test': task.test}[split][:limit][shard[0]::shard[1]]
-    out = {'questions': len(qs)}
+    out = {'questions': len(qs), 'by_question': {q.qid: {} for q in qs}}
     greedy = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
                      sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
     for name, rc in (('greedy', greedy), ('sampled', replace(rollout, k=samples))):
@@ -46,7 +46,9 @@ def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, 
             finals, _ = rollout_mgrpo(qs, policies['main'], client, rc, seed=seed)
             subs = None if sub_client else client.pop()      # a remote sub-agent keeps its episodes
         gold = {q.qid: q.answer for q in qs}
-        out[name] = mean_or_zero([exact_match(t.output, gold[t.key[1]]) for t in finals])
+        hits = [exact_match(t.output, gold[t.key[1]]) for t in finals]
+        out[name] = mean_or_zero(hits)
+        for q in qs: out['by_question'][q.qid][name] = mean_or_zero([h for t, h in zip(finals, hits) if t.key[1] == q.qid])
         out[f'{name}_format_ok'] = mean_or_zero([t.format.ok for t in finals])
         out[f'{name}_cut'] = mean_or_zero([t.finish == 'context' for t in finals])
         if subs is not None: out[f'{name}_cut_sub'] = mean_or_zero([t.finish == 'context' for t in subs])
@@ -231,6 +233,7 @@ class Trainer:
         sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
         shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions,
                                               seed=c.seed + 10**6, sub_client=sub, shard=(self.rank, self.processes)))
+        self._append('eval_questions.jsonl', {'step': done, 'by_question': {q: r for s in shares for q, r in s.pop('by_question').items()}})
         n = sum(s['questions'] for s in shares)
         return {k: sum(s[k] * s['questions'] for s in shares) / max(n, 1) if k != 'questions' else n for k in shares[0]}
 
@@ -262,10 +265,14 @@ class Trainer:
     # -- run directory -------------------------------------------------------------------------------
     def _log(self, m: dict) -> None:
         self.history.append(m)
-        if self.out is None or not self.is_main: return
+        if self._append('metrics.jsonl', m): self.tracking.log(m)
+
+    def _append(self, name: str, m: dict) -> bool:
+        "Append `m` as one JSON line to out/NAME (metrics.jsonl; eval_questions.jsonl, each evaluation question by question); False where this process writes no files."
+        if self.out is None or not self.is_main: return False
         self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
-        self.tracking.log(m)
+        with open(self.out / name, 'a') as f: f.write(json.dumps(m) + '\n')
+        return True
 
     def save_checkpoint(self, next_step: int) -> Path:
         "Save every policy with its optimizer state, and the next step, under `out/checkpoint` (the main process writes, the others wait)."
