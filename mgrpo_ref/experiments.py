@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['ARMS', 'HEADLINE', 'ABLATIONS', 'CONTRASTS', 'LAST', 'DIAGNOSTICS', 'COLORS', 'Arm', 'ExperimentConfig',
-           'trained_and_rewards', 'run_one', 'run_experiment', 'diagnostics', 'collect', 'curves', 'mean_sd',
-           'results_table', 'ablation_table', 'paired_gains', 'paired_table', 'plot_comparison', 'plot_diagnostics',
-           'pool_experiments', 'ordering', 'warmstart_table', 'mgrpo_experiment']
+           'trained_and_rewards', 'run_one', 'run_experiment', 'diagnostics', 'collect', 'curves', 'results_table',
+           'ablation_table', 'paired_gains', 'paired_table', 'plot_comparison', 'plot_diagnostics', 'pool_experiments',
+           'ordering', 'warmstart_table', 'mgrpo_experiment']
 
 # %% ../nbs/21_experiments.ipynb #ea29b000
 import json, math, os, shutil, time
@@ -20,6 +20,7 @@ from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
 from .config import TrainConfig, deep_merge, config_fields, parse_overrides
+from .paired import mean_sd, paired_cell, paired_stats
 from .trainer import Trainer
 from .warmstart import WarmStartConfig, load_policies, make_warm_start, shipped_warmstart
 from .world import WorldConfig, build_world
@@ -205,15 +206,11 @@ def curves(out: str | Path, arms, seeds) -> pd.DataFrame:
     return pd.DataFrame([{'arm': a, 'seed': s, 'step': m['step'], 'sampled': m['eval/sampled'], 'greedy': m['eval/greedy']}
                          for a in arms for s in seeds for m in _lines(out, a, s) if 'eval/sampled' in m])
 
-def mean_sd(x: pd.Series) -> str:
-    "mean ± sample std (n - 1) over seeds, or the mean of one."
-    return f"{x.mean():.3f} ± {x.std():.3f}" if len(x) > 1 else f"{x.mean():.3f}"
-
 def results_table(df: pd.DataFrame) -> str:
     "A markdown table of held-out accuracy, mean ± std per arm (in the order of `df`), with what each arm trains and rewards."
     cols = [('before', 'sampled before'), ('after', 'sampled after'), ('gain', 'sampled gain'),
             ('greedy_before', 'greedy before'), ('greedy_after', 'greedy after'), ('gain_min', 'min gain over seeds')]
-    lines = ['| arm | trained | rewards | seeds | ' + ' | '.join(c for _, c in cols) + ' |', '|---' * (len(cols) + 4) + '|']
+    lines = ['| arm (mean ± sd over seeds) | trained | rewards | seeds | ' + ' | '.join(c for _, c in cols) + ' |', '|---' * (len(cols) + 4) + '|']
     for arm, g in df.groupby('arm', sort=False):
         cells = [mean_sd(g[k]) if k != 'gain_min' else f"{g['gain'].min():+.3f}" for k, _ in cols]
         lines.append(f"| `{arm}` | {g['trained'].iloc[0]} | {g['rewards'].iloc[0]} | {len(g)} | " + ' | '.join(cells) + ' |')
@@ -221,7 +218,7 @@ def results_table(df: pd.DataFrame) -> str:
 
 def ablation_table(df: pd.DataFrame, command: str = 'mgrpo-experiment --arms {arm} --seeds {seeds} --checkpoint runs/warmstart --out runs/experiment --table {arm}') -> str:
     "A markdown table of the gains of every arm with its diagnostics and `command` (with {arm} and {seeds}), which reproduces its row."
-    head = ['arm', 'trained', 'rewards', 'sampled gain', 'greedy gain', 'min gain over seeds',
+    head = ['arm (mean ± sd over seeds)', 'trained', 'rewards', 'sampled gain', 'greedy gain', 'min gain over seeds',
             f'sub-task accuracy (last {LAST} steps)', 'zero-signal groups main / sub', 'repeated / empty / dropped slots', 'command']
     lines = ['| ' + ' | '.join(head) + ' |', '|---' * len(head) + '|']
     f2 = lambda x: '–' if pd.isna(x) else f'{x:.2f}'
@@ -234,7 +231,7 @@ def ablation_table(df: pd.DataFrame, command: str = 'mgrpo-experiment --arms {ar
     return '\n'.join(lines)
 
 def paired_gains(df: pd.DataFrame, base: str | None = None, col: str = 'gain') -> pd.DataFrame:
-    "Each arm's `col` minus `base`'s (default: the first arm) on the same seed, which shares its warm start, training questions and held-out questions: one row per arm with the mean and std of the differences and the seeds where the arm is ahead."
+    "Each arm's `col` minus `base`'s (default: the first arm) on the same seed, which shares its warm start, training questions and held-out questions: one row per arm with the differences, their mean and 95% t interval over the seeds (`paired_stats`: the seeds of one warm start, so a claim about that warm start) and the seeds where the arm is ahead."
     base = base or df['arm'].iloc[0]
     b = df[df.arm == base].set_index('seed')[col]
     if b.empty: raise ValueError(f"no runs of the base arm {base!r}; the arms are {list(dict.fromkeys(df['arm']))}")
@@ -244,20 +241,19 @@ def paired_gains(df: pd.DataFrame, base: str | None = None, col: str = 'gain') -
         missing = sorted(set(g['seed']) - set(b.index))
         if missing: raise ValueError(f"arm {arm!r} has seeds {missing} that the base arm {base!r} has not run")
         d = g.set_index('seed')[col] - b.loc[g['seed']].values               # (seeds,) paired by seed
-        rows.append({'arm': arm, 'base': base, 'seeds': len(d), 'mean': d.mean(), 'std': d.std() if len(d) > 1 else math.nan,
-                     'ahead': int((d > 0).sum()), 'diffs': [round(x, 3) for x in d]})
+        p = paired_stats(d)
+        rows.append({'arm': arm, 'base': base, 'seeds': len(d), 'mean': p.mean, 'low': p.low, 'high': p.high,
+                     'ahead': p.ahead, 'diffs': [round(x, 3) for x in d], 'cell': paired_cell(p)})
     return pd.DataFrame(rows)
 
 def paired_table(df: pd.DataFrame, base: str | None = None) -> str:
     "A markdown table of `paired_gains` for the sampled and the greedy gain."
     s, g = paired_gains(df, base), paired_gains(df, base, 'greedy_gain')
     if s.empty: return ''
-    lines = [f"| arm | seeds | sampled gain minus `{s['base'].iloc[0]}`'s, per seed | mean ± std | seeds ahead | greedy: mean ± std | seeds ahead |",
-             '|---' * 7 + '|']
+    lines = [f"| arm | seeds | sampled gain minus `{s['base'].iloc[0]}`'s, per seed | mean [95% CI over the seeds of this warm start] seeds ahead | greedy: the same |",
+             '|---' * 5 + '|']
     for (_, a), (_, b) in zip(s.iterrows(), g.iterrows()):
-        pm = lambda r: f"{r['mean']:+.3f}" + ('' if math.isnan(r['std']) else f" ± {r['std']:.3f}")
-        lines.append(f"| `{a['arm']}` | {a['seeds']} | {', '.join(f'{x:+.3f}' for x in a['diffs'])} | {pm(a)} | {a['ahead']} of {a['seeds']} | "
-                     f"{pm(b)} | {b['ahead']} of {b['seeds']} |")
+        lines.append(f"| `{a['arm']}` | {a['seeds']} | {', '.join(f'{x:+.3f}' for x in a['diffs'])} | {a['cell']} | {b['cell']} |")
     return '\n'.join(lines)
 
 COLORS = {'mgrpo': '#d62728', 'frozen_sub': '#1f77b4', 'single': '#9467bd', 'mgrpo_ragged': '#ff7f0e', 'frozen_main': '#2ca02c',
