@@ -306,15 +306,16 @@ def ordering(df: pd.DataFrame, col: str = 'gain') -> str:
     "The arms of `df` by mean `col`, best first, e.g. 'mgrpo > single > frozen_sub'."
     return ' > '.join(f'`{a}`' for a in df.groupby('arm', sort=False)[col].mean().sort_values(ascending=False).index)
 
-def warmstart_table(df: pd.DataFrame) -> str:
-    "A markdown table of sampled gains per warm start (mean ± std over seeds) and pooled over every run, with each row's ordering."
+def warmstart_table(df: pd.DataFrame, col: str = 'gain') -> str:
+    "A markdown table of `col` (sampled gain) per warm start (mean ± sd over its seeds) and pooled over every run, the first arm minus each other on the same warm start and seed (`paired_cell`: over a warm start's seeds, or over the warm starts in the pooled row), and each row's ordering by mean."
     arms = list(dict.fromkeys(df['arm']))
-    lines = ['| warm start | runs | ' + ' | '.join(f'`{a}`' for a in arms) + ' | ordering (sampled gain) | ordering (greedy gain) |',
-             '|---' * (len(arms) + 4) + '|']
+    pair = lambda g, a: g[g.arm == arms[0]].set_index(['warmstart', 'seed'])[col] - g[g.arm == a].set_index(['warmstart', 'seed'])[col]
+    lines = ['| warm start | runs | ' + ' | '.join(f'`{a}` (mean ± sd)' for a in arms) + ' | '
+             + ' | '.join(f'`{arms[0]}` − `{a}` [95% CI] ahead' for a in arms[1:]) + ' | ordering by mean |', '|---' * (2 * len(arms) + 2) + '|']
     groups = [(f"{w} (`{g['folder'].iloc[0]}`)", g) for w, g in df.groupby('warmstart')] + [('**pooled**', df)]
     for name, g in groups:
-        cells = [mean_sd(g[g.arm == a]['gain']) for a in arms]
-        lines.append(f"| {name} | {len(g)} | " + ' | '.join(cells) + f" | {ordering(g)} | {ordering(g, 'greedy_gain')} |")
+        cells = [mean_sd(g[g.arm == a][col]) for a in arms] + [paired_cell(paired_stats(pair(g, a))) for a in arms[1:]]
+        lines.append(f"| {name} | {len(g)} | " + ' | '.join(cells) + f" | {ordering(g, col)} |")
     return '\n'.join(lines)
 
 # %% ../nbs/21_experiments.ipynb #db4a3a16
@@ -353,8 +354,9 @@ def mgrpo_experiment(
     if pool:
         Path(out).mkdir(parents=True, exist_ok=True)
         df.to_csv(Path(out) / f'{table}.csv', index=False)
-        (Path(out) / f'{table}.md').write_text(warmstart_table(df) + '\n')
-        print(warmstart_table(df)); print(f"wrote {Path(out) / table}.csv and .md")
+        text = f"**Sampled gain**\n\n{warmstart_table(df)}\n\n**Greedy gain**\n\n{warmstart_table(df, 'greedy_gain')}\n"
+        (Path(out) / f'{table}.md').write_text(text)
+        print(text); print(f"wrote {Path(out) / table}.csv and .md")
         return
     shared = ''.join(f' --{k} {v}' for k, v in (('steps', steps), ('config', config), ('set', set), ('world-seed', world_seed or None)) if v is not None)
     command = f"mgrpo-experiment --arms {{arm}} --seeds {{seeds}}{shared}{f' --checkpoint {checkpoint}' if checkpoint else ''} --out {out} --table {{arm}}"
