@@ -133,6 +133,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'mgrpo_ref.contrasts.agent_sets': ('contrasts.html#agent_sets', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.archive_results': ('contrasts.html#archive_results', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.budget_use': ('contrasts.html#budget_use', 'mgrpo_ref/contrasts.py'),
+                                     'mgrpo_ref.contrasts.choose_budget': ('contrasts.html#choose_budget', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.complete': ('contrasts.html#complete', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.context_needed': ('contrasts.html#context_needed', 'mgrpo_ref/contrasts.py'),
                                      'mgrpo_ref.contrasts.contrast_runs': ('contrasts.html#contrast_runs', 'mgrpo_ref/contrasts.py'),
@@ -627,6 +628,9 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'mgrpo_ref.world.fact_value': ('world.html#fact_value', 'mgrpo_ref/world.py'),
                                  'mgrpo_ref.world.gold_chain': ('world.html#gold_chain', 'mgrpo_ref/world.py'),
                                  'mgrpo_ref.world.held_out_shares': ('world.html#held_out_shares', 'mgrpo_ref/world.py'),
+                                 'mgrpo_ref.world.hop_overlap': ('world.html#hop_overlap', 'mgrpo_ref/world.py'),
+                                 'mgrpo_ref.world.hops_of': ('world.html#hops_of', 'mgrpo_ref/world.py'),
                                  'mgrpo_ref.world.invented_words': ('world.html#invented_words', 'mgrpo_ref/world.py'),
                                  'mgrpo_ref.world.plot_world': ('world.html#plot_world', 'mgrpo_ref/world.py'),
-                                 'mgrpo_ref.world.question_pools': ('world.html#question_pools', 'mgrpo_ref/world.py')}}}
+                                 'mgrpo_ref.world.question_pools': ('world.html#question_pools', 'mgrpo_ref/world.py'),
+                                 'mgrpo_ref.world.unseen_questions': ('world.html#unseen_questions', 'mgrpo_ref/world.py')}}}

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['BUDGETS', 'COLUMNS', 'USE_KEYS', 'context_needed', 'oracle_budget_sweep', 'system_folders', 'systems_of',
-           'policy_budget_sweep', 'plot_budget_sweep', 'warmstart_dir', 'experiment_dir', 'agent_sets',
+           'policy_budget_sweep', 'plot_budget_sweep', 'choose_budget', 'warmstart_dir', 'experiment_dir', 'agent_sets',
            'prepare_warmstarts', 'archive_results', 'restore_results', 'finished_runs', 'complete', 'contrast_runs',
            'start_system', 'budget_use', 'plot_efficiency', 'mgrpo_contrasts', 'mix_and_match']
 
@@ -39,7 +39,7 @@ def context_needed(ep: Episode, chat: ChatFormat, max_new_tokens: int = 32) -> i
     starts = [i for i in range(len(mask)) if mask[i] and not mask[i - 1]]          # the first token of each turn
     return max(starts) + max_new_tokens
 
-def oracle_budget_sweep(world: World, budgets, split: str = 'test', max_new_tokens: int = 32, limit: int | None = None) -> pd.DataFrame:
+def oracle_budget_sweep(world: World, budgets, split: str = 'valid', max_new_tokens: int = 32, limit: int | None = None) -> pd.DataFrame:
     "Accuracy of the clean scripted two-agent system and single agent on `split` under each budget, and the share of their questions that the budget cuts."
     chat, setup = ChatFormat(build_tokenizer(world_texts(world))), OracleSetup.for_world(world)
     rows = []
@@ -69,9 +69,9 @@ def systems_of(folder: str | Path, only=None) -> dict[str, tuple]:
     return {n: (pols[m], pols[s] if s else None) for n, (m, s) in spec.items()}
 
 def policy_budget_sweep(world: World, checkpoint: str | Path, budgets, questions: int = 120, k: int = 2, seed: int = 0,
-                        agents: str = 'warm start', systems=None) -> pd.DataFrame:
-    "Accuracy (T = 1) of every system of `checkpoint` (`systems_of`; those named in `systems`, default all) on the first `questions` test questions x `k` under each budget: the share of each role's episodes the budget ended, the deciding agent's turns, and the longest episode of any role (tokens)."
-    systems, toolbox, qs = systems_of(checkpoint, systems), Toolbox.for_world(world), world.questions['test'][:questions]
+                        agents: str = 'warm start', systems=None, split: str = 'valid') -> pd.DataFrame:
+    "Accuracy (T = 1) of every system of `checkpoint` (`systems_of`; those named in `systems`, default all) on the first `questions` questions of `split` x `k` under each budget: the share of each role's episodes the budget ended, the deciding agent's turns, and the longest episode of any role (tokens)."
+    systems, toolbox, qs = systems_of(checkpoint, systems), Toolbox.for_world(world), world.questions[split][:questions]
     gold, rows = {q.qid: q.answer for q in qs}, []
     cut = lambda ts: sum(t.finish == 'context' for t in ts) / len(ts) if ts else math.nan
     for b in budgets:
@@ -109,7 +109,14 @@ def plot_budget_sweep(df: pd.DataFrame, chosen: int | None = None):
     return fig
 
 # %% ../nbs/21b_contrasts.ipynb #4d9e04cd
-BUDGETS = (1024, 384)   # the default budget, and the one the sweep chose (the single oracle loses half its questions, the two-agent oracle none)
+BUDGETS = (1024, 384)   # the default budget, and the one `choose_budget` reads from the oracle sweep on the validation split
+
+def choose_budget(sweep: pd.DataFrame, single_at_most: float = 0.55) -> int:
+    "The largest budget of an oracle sweep (`oracle_budget_sweep`, run on the validation split) at which the scripted two-agent system still answers every question and the scripted single agent at most `single_at_most` of them (about half): where one context cannot hold the work and two can."
+    acc = sweep[sweep.agents == 'oracle'].pivot_table(index='budget', columns='system', values='accuracy')
+    ok = acc[(acc['two agents'] == 1.0) & (acc['single agent'] <= single_at_most)]
+    if ok.empty: raise ValueError(f"no budget of the sweep {sorted(acc.index)} keeps every question of the two agents with the single agent at most {single_at_most}")
+    return int(ok.index.max())
 
 def warmstart_dir(out: str | Path, w: int) -> Path: return Path(out) / f'warmstart-seed{w}'
 def experiment_dir(out: str | Path, budget: int, w: int) -> Path: return Path(out) / f'budget{budget}' / f'ws{w}'
@@ -274,7 +281,7 @@ def mgrpo_contrasts(
     workers: int = 2,                   # runs (and warm starts) in parallel, one torch thread each
     sweep: bool = False,                # only the budget sweep (oracle and the shipped warm start's policies): docs/budget_sweep.*
     tables: bool = False,               # only the tables, from whatever runs are finished
-    questions: int = 120,               # --sweep and --use: test questions per budget
+    questions: int = 120,               # questions per budget: of the validation split for --sweep, of the test split for --use
     use: bool = False,                  # only the trained checkpoints under their budget (`budget_use`): docs/budget_use.{csv,md}
 ):
     "Train the contrast arms for every budget, warm start and seed (resuming from the archive), then write the contrast tables and figure; or the budget sweep."
@@ -290,8 +297,9 @@ def mgrpo_contrasts(
         prepare_warmstarts(out, (0,), archive, workers=workers, sets=('distinct', 'shared'))   # (and shared_matched/, if made)
         policy_budgets = (1024, 768, 512, 448, 384, 320, 256)                          # rollouts cost: fewer points than the oracle's
         df = pd.concat([oracle_budget_sweep(world, sweep_budgets), policy_budget_sweep(world, warmstart_dir(out, 0), policy_budgets, questions)], ignore_index=True)
-        df.to_csv(Path(docs) / 'budget_sweep.csv', index=False)
-        fig = plot_budget_sweep(df, chosen=BUDGETS[-1]); fig.savefig(Path(docs) / 'budget_sweep.png', dpi=110); plt.close(fig)
+        df.to_csv(Path(docs) / 'budget_sweep.csv', index=False)          # both on the validation split: the budget is a choice
+        fig = plot_budget_sweep(df, chosen=choose_budget(df)); fig.savefig(Path(docs) / 'budget_sweep.png', dpi=110); plt.close(fig)
+        print(f"choose_budget: {choose_budget(df)} tokens (the contrasts train at BUDGETS = {BUDGETS})")
         print(df.pivot_table(index=['agents', 'system'], columns='budget', values='accuracy', sort=False).iloc[:, ::-1].round(3).to_string())
         return
     if use:
@@ -339,9 +347,9 @@ def mgrpo_contrasts(
     print(text)
 
 # %% ../nbs/21b_contrasts.ipynb #e09c3aae
-def mix_and_match(world: World, main: Policy, sub: Policy, questions: int = 120, k: int = 2, seed: int = 0) -> dict:
-    "The two-agent system of `main` and `sub` (T = 1) on the first `questions` test questions x `k`: accuracy, the main agent's format-ok rate, and the share of the sub-agent's reports that give their sub-task's true answer (every delegation counts; one that is not a one-hop question of the world scores 0)."
-    toolbox, qs, rc = Toolbox.for_world(world), world.questions['test'][:questions], RolloutConfig(k=k)
+def mix_and_match(world: World, main: Policy, sub: Policy, questions: int = 120, k: int = 2, seed: int = 0, split: str = 'valid') -> dict:
+    "The two-agent system of `main` and `sub` (T = 1) on the first `questions` questions of `split` (validation: it informs a choice) x `k`: accuracy, the main agent's format-ok rate, and the share of the sub-agent's reports that give their sub-task's true answer (every delegation counts; one that is not a one-hop question of the world scores 0)."
+    toolbox, qs, rc = Toolbox.for_world(world), world.questions[split][:questions], RolloutConfig(k=k)
     client = InProcessSubAgent(sub, toolbox, rc, seed)
     finals, subs = rollout_mgrpo(qs, main, client, rc, seed=seed)[0], client.pop()
     gold, expert = {q.qid: q.answer for q in qs}, SubtaskAnswers(world)

@@ -6,7 +6,7 @@
 __all__ = ['DATASETS', 'Task', 'read_dataset', 'load_task']
 
 # %% ../nbs/16_data.ipynb #c9d4d992
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .benchmarks import load_gaia, load_webwalkerqa, load_xbench, read_rows
 from .config import DataConfig
@@ -24,12 +24,13 @@ class Task:
     test: list[Question]         # held-out questions (empty: no evaluation)
     toolbox: Toolbox             # the tools of every episode
     world: World | None = None   # the built-in world when the questions are its own (its gold hops give r_exp)
+    valid: list[Question] = field(default_factory=list)   # validation questions, for choices: the world's own, else none
 
     @classmethod
     def of(cls, source: 'World | Task') -> 'Task':
-        "`source` itself, or the built-in world's task: its train and test splits and BM25 over its pages."
+        "`source` itself, or the built-in world's task: its train, test and validation splits and BM25 over its pages."
         if isinstance(source, Task): return source
-        return cls(source.questions['train'], source.questions['test'], Toolbox.for_world(source), source)
+        return cls(source.questions['train'], source.questions['test'], Toolbox.for_world(source), source, source.questions['valid'])
 
 def read_dataset(spec: str, where: str) -> list[Question]:
     "The questions of `spec` = LOADER:PATH; `where` names the config field in errors."
@@ -49,5 +50,6 @@ def load_task(data: DataConfig) -> Task:
     test = [] if ev is None else world.questions['test'] if ev == 'world' else read_dataset(ev, 'DataConfig.eval_dataset')
     retriever = HttpRetriever(data.retriever_url) if data.retriever_url else None
     toolbox = Toolbox(retriever, retriever) if retriever else Toolbox.for_world(world)
-    return Task(train, test, toolbox, world if data.dataset == 'world' else None)
+    valid = world.questions['valid'] if data.dataset == 'world' else []
+    return Task(train, test, toolbox, world if data.dataset == 'world' else None, valid)
 

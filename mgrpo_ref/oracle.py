@@ -233,6 +233,7 @@ def mgrpo_world(
     family_size: int = 3,          # entities per name family (near-identical names)
     train_questions: int = 480,    # questions in the train split
     test_questions: int = 120,     # questions in the test split
+    valid_questions: int = 120,    # questions in the validation split (test-side questions the test split does not ask)
     out: str = None,               # folder to write the world, summary.json, noise_sweep.csv and plots into
     json: bool = False,            # print the summary as one JSON object
 ):
@@ -240,7 +241,8 @@ def mgrpo_world(
     t0 = time.time()
     try:
         cfg = WorldConfig(seed=seed, companies=companies, people=people, universities=universities, cities=cities,
-                          family_size=family_size, train_questions=train_questions, test_questions=test_questions)
+                          family_size=family_size, train_questions=train_questions, test_questions=test_questions,
+                          valid_questions=valid_questions)
         world = build_world(cfg)
     except ValueError as e: raise SystemExit(f'mgrpo-world: {e}')
     setup = OracleSetup.for_world(world)

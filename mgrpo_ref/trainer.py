@@ -35,7 +35,7 @@ def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, 
                     sub_client: Callable[[RolloutConfig, int], SubAgentClient] | None = None, shard: tuple[int, int] = (0, 1)) -> dict:
     "Greedy and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process); `by_question` holds each question's greedy and sampled accuracy."
     task = Task.of(task)                                  # pass a Task to reuse its search index
-    qs = {'train': task.train, 'test': task.test}[split][:limit][shard[0]::shard[1]]
+    qs = {'train': task.train, 'valid': task.valid, 'test': task.test}[split][:limit][shard[0]::shard[1]]
     out = {'questions': len(qs), 'by_question': {q.qid: {} for q in qs}}
     greedy = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
                      sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
