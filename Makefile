@@ -202,7 +202,7 @@ exercises: $(STAMP)
 	MGRPO_EXERCISES=$(EX) $(BIN)/python -m pytest -q -p no:cacheprovider tests/exercises
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab nbs
+	$(BIN)/jupyter lab nbs/index.ipynb
 
 # the website: every notebook of nbs/ a page with its committed outputs (never executed), the pages of site/ (cheat sheet,
 # glossary, results from docs/), the sidebar in site/toc.yml; Sphinx + myst-nb + sphinx-book-theme (the `site` extra),

@@ -46,11 +46,13 @@ REAL_SAMPLING = SamplingConfig(max_new_tokens=40)          # turns of SmolLM2: t
 REAL_ROLLOUT = RolloutConfig(k=4, main_sampling=REAL_SAMPLING, sub_sampling=REAL_SAMPLING)   # configs/smollm2-cpu.json trains with these
 
 def real_starts(world: World, warm: str | Path | None) -> dict[str, dict[str, Policy]]:
-    "The policies of each start, 'zero-shot', 'few-shot' and 'warm start': SmolLM2 itself, SmolLM2 shown one oracle episode, and the adapters in `warm` (those of main/, sub/, single/ it has; left out if None)."
+    "The policies of each start, 'zero-shot', 'few-shot', 'warm start' and 'warm start, shared': SmolLM2 itself, SmolLM2 shown one oracle episode, the adapters in `warm` (those of main/, sub/, single/ it has; left out if None) and its shared/ adapter playing both roles (if it has one)."
     base = load_smollm2()
     out = {'zero-shot': {r: base for r in ('main', 'sub', 'single')},
            'few-shot': {r: with_example(base, world, r) for r in ('main', 'sub', 'single')}}
-    if warm is not None: out['warm start'] = {r: Policy.load(Path(warm) / r) for r in ('main', 'sub', 'single') if (Path(warm) / r).is_dir()}
+    if warm is None: return out
+    out['warm start'] = {r: Policy.load(Path(warm) / r) for r in ('main', 'sub', 'single') if (Path(warm) / r).is_dir()}
+    if (Path(warm) / 'shared').is_dir(): out['warm start, shared'] = dict.fromkeys(('main', 'sub'), Policy.load(Path(warm) / 'shared'))
     return out
 
 # %% ../nbs/07b_real_model.ipynb #rm000013
@@ -101,7 +103,10 @@ def mgrpo_real_starts(
     warm = warm or real_warmstart()
     starts = {**real_starts(world, warm), 'tiny warm start': load_policies(shipped_warmstart())}
     rollouts = {name: REAL_ROLLOUT if name != 'tiny warm start' else RolloutConfig() for name in starts}
-    rows = [row for name, pols in starts.items()
-            for row in starts_table(world, {name: pols}, questions, samples, rollouts[name], seed)]
-    print(f"wrote {write_rows(rows, out)}")
-    for r in rows: print(json.dumps(r))
+    rows = list(csv.DictReader(open(out))) if Path(out).exists() else []      # a stopped run resumes: starts already written are kept
+    for name, pols in starts.items():
+        if any(r['start'] == name for r in rows): continue
+        new = starts_table(world, {name: pols}, questions, samples, rollouts[name], seed)
+        write_rows(rows := rows + new, out)                                 # after each start, so a kill loses one start at most
+        for r in new: print(json.dumps(r), flush=True)
+    print(f"wrote {out}")

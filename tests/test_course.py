@@ -75,3 +75,14 @@ def test_each_answer_follows_its_question(path):
     if section is None: pytest.skip(f'{path.name} has no questions for the reader')
     seq = sequence(section)
     assert seq == 'QA' * seq.count('Q'), f"{path.name}: questions (Q) and answers (A) in the order {seq}, expected {'QA' * seq.count('Q')}"
+
+
+@pytest.mark.parametrize('path', sorted(NBS.glob('*.ipynb')), ids=lambda p: p.stem)
+def test_opens_in_jupyterlab_without_a_dialog_or_stale_widgets(path):
+    "JupyterLab opens a notebook on its kernel without asking (a python3 kernelspec) and renders no widget whose state was dropped."
+    nb = json.loads(path.read_text())
+    assert nb['metadata'].get('kernelspec', {}).get('name') == 'python3', 'no python3 kernelspec: JupyterLab asks to select a kernel'
+    assert 'widgets' not in nb['metadata'], 'widget state from progress bars: run the notebook with bars off, or drop it'
+    for c in nb['cells']:
+        for o in c.get('outputs', []):
+            assert 'application/vnd.jupyter.widget-view+json' not in o.get('data', {}), f"cell {c.get('id')}: a widget output (a tqdm bar)"
