@@ -27,7 +27,7 @@ shipped warm start.
 
 What it DROPS, and why (the package has each; `mgrpo_ref.trainer.Trainer` wires them):
 - no KL to a reference model: the project's default beta_KL is 0, so no reference model is loaded anyway;
-- no micro-batching: each agent's batch is one forward pass, which the toy models (0.46 M parameters, a vocabulary
+- no micro-batching: each agent's batch is one forward pass, which the toy models (0.38 M parameters: 383,760, a vocabulary
   of 821 tokens) afford; the LM head runs only where it predicts a sampled token, as the package's does;
 - no DDP/FSDP, accelerate, GPU or bf16: one CPU process trains models this small;
 - no statistics store and no servers: both agents live in this process; the sub side still reads only what the
