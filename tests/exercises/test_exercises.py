@@ -1,5 +1,7 @@
 """The exercises' checks: run against exercises/solutions.py by default, or against your own file with
-MGRPO_EXERCISES=exercises/mgrpo_exercises.py pytest tests/exercises -k alignment (or advantages, reward, surrogate, step)."""
+MGRPO_EXERCISES=exercises/mgrpo_exercises.py pytest tests/exercises -k reward (or alignment, advantages, surrogate, step).
+In the order of the method track: 1 reward (08_rewards), 2 alignment (09_alignment), 3 advantages (10_advantages),
+4 surrogate (11_loss), 5 step (12_one_step, 13_step)."""
 import importlib.util
 import math
 import os
@@ -11,6 +13,7 @@ import pytest
 from mgrpo_ref.advantages import group_advantages_naive, sub_advantages
 from mgrpo_ref.alignment import align_to_dmax
 from mgrpo_ref.channel import Record
+from mgrpo_ref.config import TrainConfig
 from mgrpo_ref.loss import LossConfig, clipped_loss_naive
 from mgrpo_ref.protocol import FormatCheck
 from mgrpo_ref.rewards import RewardConfig, score_subs, sub_reward
@@ -33,6 +36,92 @@ def ex():
 def close(a, b, tol=1e-6): return len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b))
 
 
+# ---- exercise 1: the sub-agent's reward R_S (08_rewards) ---------------------------------------------------------
+def test_reward_by_hand(ex):
+    assert math.isclose(ex.sub_reward(True, 1.0, 1.0, 0.1, 0.9, 0.5), 1.5)
+    assert math.isclose(ex.sub_reward(True, 0.0, 1.0, 0.1, 0.9, 0.5), 0.6)
+    assert math.isclose(ex.sub_reward(True, 1.0, 0.0), 1.0)
+    assert ex.sub_reward(False, 1.0, 1.0, 0.1, 0.9, 0.5) == 0.0                                     # the format gate
+
+
+def test_reward_defaults_are_the_packages(ex):
+    # called without weights, R_S is the package's: its sub_reward with RewardConfig(), the weights training uses
+    # (TrainConfig().reward), with the expert term beta_exp = 0.5
+    assert RewardConfig().beta_exp == TrainConfig().reward.beta_exp == 0.5
+    assert math.isclose(ex.sub_reward(True, 0.0, 1.0), 0.6)                                          # 0.1 + 0.5 * r_exp
+    for ok in (True, False):
+        for correct in (0.0, 0.4, 1.0):
+            for expert in (0.0, 1.0):
+                want = sub_reward(ok, correct, expert)
+                assert want == sub_reward(ok, correct, expert, TrainConfig().reward)
+                assert math.isclose(ex.sub_reward(ok, correct, expert), want, abs_tol=1e-12), (ok, correct, expert)
+
+
+def test_reward_against_the_package(ex):
+    rng = random.Random(6)
+    for _ in range(200):
+        cfg = RewardConfig(beta_fmt=rng.uniform(0, 1), beta_out=rng.uniform(0, 1), beta_exp=rng.choice([0.0, rng.uniform(0, 1)]))
+        ok, correct, expert = rng.random() < 0.8, rng.choice([0.0, 1.0, rng.random()]), rng.choice([0.0, 1.0])
+        got = ex.sub_reward(ok, correct, expert, cfg.beta_fmt, cfg.beta_out, cfg.beta_exp)
+        assert math.isclose(got, sub_reward(ok, correct, expert, cfg), abs_tol=1e-12), (ok, correct, expert, cfg)
+
+
+# ---- exercise 2: trajectory alignment (09_alignment) --------------------------------------------------------------
+def random_rollouts(rng):
+    rollouts = []
+    for q in range(rng.randint(1, 3)):
+        for k in range(rng.randint(1, 4)):
+            d = rng.choice([0, 0, 1, 2, 3, 4])
+            rollouts.append(((0, f'q{q}', k), [(0, f'q{q}', k, i) for i in range(d)]))
+    return rollouts
+
+
+def check_alignment(rollouts, d_max, out) -> None:
+    "Assert that `out` (rollout key -> its slots) gives every rollout of `rollouts` d_max slots by the rules of alignment."
+    assert set(map(tuple, out)) == {tuple(k) for k, _ in rollouts}
+    kept = {}                                                                                        # question -> what its delegating rollouts kept
+    for key, subs in rollouts:
+        slots = out[tuple(key)]
+        assert len(slots) == d_max, (key, slots)
+        if len(subs) >= d_max: assert len(set(slots)) == d_max and set(slots) <= set(subs), (key, slots)   # kept or dropped, never repeated
+        elif subs: assert set(slots) == set(subs), (key, slots)                                    # all kept, the rest repeats of its own
+        if subs: kept.setdefault(tuple(key[:2]), set()).update(slots)
+    for key, subs in rollouts:
+        if subs: continue
+        slots, pool = out[tuple(key)], kept.get(tuple(key[:2]), set())
+        if pool: assert None not in slots and set(slots) <= pool, (key, slots, pool)               # filled from what its question kept
+        else: assert slots == [None] * d_max, (key, slots)                                         # nothing to fill from
+
+
+def test_alignment_gives_every_rollout_dmax_slots_by_the_rules(ex):
+    rng = random.Random(1)
+    for case in range(300):
+        rollouts, d_max = random_rollouts(rng), rng.randint(1, 3)
+        check_alignment(rollouts, d_max, ex.align_rollouts(rollouts, d_max, seed=case))
+
+
+def test_alignment_fills_from_what_the_question_kept(ex):
+    # q: rollout 0 delegated four times and keeps D_max of them; rollout 1 never delegated, so it draws from those kept
+    # (never from the ones rollout 0 dropped, never from question r)
+    q0, r0 = [(0, 'q', 0, i) for i in range(4)], [(0, 'r', 0, 0)]
+    rollouts = [((0, 'q', 0), q0), ((0, 'q', 1), []), ((0, 'r', 0), r0), ((0, 'r', 1), [])]
+    for seed in range(40):
+        out = ex.align_rollouts(rollouts, 1, seed=seed)
+        assert out[(0, 'q', 1)] == out[(0, 'q', 0)] and out[(0, 'q', 0)][0] in q0, (seed, out)    # D_max = 1: the one kept
+        assert out[(0, 'r', 1)] == r0, (seed, out)
+        out = ex.align_rollouts(rollouts, 2, seed=seed)
+        assert set(out[(0, 'q', 1)]) <= set(out[(0, 'q', 0)]), (seed, out)                        # D_max = 2: two of the two kept
+        check_alignment(rollouts, 2, out)
+
+
+def test_alignment_is_a_function_of_the_seed(ex):
+    rollouts = [((0, 'q', 0), [(0, 'q', 0, i) for i in range(5)]), ((0, 'q', 1), [(0, 'q', 1, 0)]), ((0, 'q', 2), [])]
+    assert ex.align_rollouts(rollouts, 2, seed=3) == ex.align_rollouts(rollouts, 2, seed=3)
+    drawn = {tuple(ex.align_rollouts(rollouts, 2, seed=s)[(0, 'q', 0)]) for s in range(30)}
+    assert len(drawn) > 3                                                                           # the drops are random
+
+
+# ---- exercise 3: group-relative advantages (10_advantages) --------------------------------------------------------
 def test_advantages_by_hand(ex):
     # group a: rewards 1, 0 -> mean 0.5, std 0.5 -> +-0.5 / (0.5 + 1e-6); group b is constant -> 0
     want = [0.5 / (0.5 + 1e-6), -0.5 / (0.5 + 1e-6), 0.0, 0.0]
@@ -48,46 +137,7 @@ def test_advantages_against_the_naive_loop(ex):
         assert close(ex.group_advantages(rewards, groups), group_advantages_naive(rewards, groups), 1e-5), (rewards, groups)
 
 
-def random_rollouts(rng):
-    rollouts = []
-    for q in range(rng.randint(1, 3)):
-        for k in range(rng.randint(1, 4)):
-            d = rng.choice([0, 0, 1, 2, 3, 4])
-            rollouts.append(((0, f'q{q}', k), [(0, f'q{q}', k, i) for i in range(d)]))
-    return rollouts
-
-
-def test_alignment_gives_every_rollout_dmax_slots_by_the_rules(ex):
-    rng = random.Random(1)
-    for case in range(300):
-        rollouts, d_max = random_rollouts(rng), rng.randint(1, 3)
-        out = ex.align_rollouts(rollouts, d_max, seed=case)
-        assert set(map(tuple, out)) == {tuple(k) for k, _ in rollouts}
-        for key, subs in rollouts:
-            slots = out[tuple(key)]
-            assert len(slots) == d_max, (key, slots)
-            if len(subs) >= d_max: assert len(set(slots)) == d_max and set(slots) <= set(subs)       # kept or dropped, never repeated
-            elif subs: assert set(slots) == set(subs)                                                # all kept, the rest repeats of its own
-            else:
-                others = {s for k2, s2 in rollouts if k2[:2] == key[:2] for s in s2}
-                if others: assert set(slots) <= others                                               # filled from its question
-                else: assert slots == [None] * d_max                                                 # nothing to fill from
-
-
-def test_alignment_is_a_function_of_the_seed(ex):
-    rollouts = [((0, 'q', 0), [(0, 'q', 0, i) for i in range(5)]), ((0, 'q', 1), [(0, 'q', 1, 0)]), ((0, 'q', 2), [])]
-    assert ex.align_rollouts(rollouts, 2, seed=3) == ex.align_rollouts(rollouts, 2, seed=3)
-    drawn = {tuple(ex.align_rollouts(rollouts, 2, seed=s)[(0, 'q', 0)]) for s in range(30)}
-    assert len(drawn) > 3                                                                           # the drops are random
-
-
-def test_reward_by_hand(ex):
-    assert math.isclose(ex.sub_reward(True, 1.0, 1.0, 0.1, 0.9, 0.5), 1.5)
-    assert math.isclose(ex.sub_reward(True, 0.0, 1.0, 0.1, 0.9, 0.5), 0.6)
-    assert math.isclose(ex.sub_reward(True, 1.0, 0.0), 1.0)
-    assert ex.sub_reward(False, 1.0, 1.0, 0.1, 0.9, 0.5) == 0.0                                     # the format gate
-
-
+# ---- exercise 4: the clipped surrogate loss (11_loss) -------------------------------------------------------------
 def test_surrogate_by_hand(ex):
     # A = +1, ratio e^0.5 = 1.65 is clipped at 1.28: term -1.28; A = -1, ratio e^-0.5 = 0.61: min(-0.61, -0.8) = -0.8, term +0.8
     assert math.isclose(ex.clipped_surrogate([[0.5]], [[0.0]], [1.0], [[1]]), -1.28, rel_tol=1e-6)
@@ -109,7 +159,7 @@ def test_surrogate_against_the_naive_loop(ex):
         assert math.isclose(ex.clipped_surrogate(logp, old, adv, [[int(m) for m in row] for row in mask]), want, rel_tol=1e-6, abs_tol=1e-9)
 
 
-# ---- the fifth exercise: the sub-agent's side of a step ------------------------------------------------------------
+# ---- exercise 5: the sub-agent's side of a step (12_one_step, 13_step) --------------------------------------------
 def sub_step(ex, records, subs, expert, d_max, seed=0, **betas) -> list[tuple[tuple, float]]:
     """The adapter between these tests and your `sub_step` (as CS336's tests/adapters.py): it calls the function and
     returns its update's batch as (sub-trajectory key, advantage) pairs. Change this one function if yours returns
@@ -191,7 +241,7 @@ def test_step_follows_the_rules(ex):
                 assert len({k for k, _ in mine if k[:3] == key}) == min(records[key]['d_k'], d_max), (case, key)
             if not mine: continue
             r = [sub_reward(by_key[k].format.ok, records[k[:3]]['correct'], expert(by_key[k].prompt, by_key[k].output),
-                            RewardConfig(beta_exp=0.5)) for k, _ in mine]
+                            TrainConfig().reward) for k, _ in mine]
             assert close([a for _, a in mine], group_advantages_naive(r, [0] * len(r)), 1e-5), (case, qid)   # one group a question
 
 
