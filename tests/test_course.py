@@ -86,3 +86,27 @@ def test_opens_in_jupyterlab_without_a_dialog_or_stale_widgets(path):
     for c in nb['cells']:
         for o in c.get('outputs', []):
             assert 'application/vnd.jupyter.widget-view+json' not in o.get('data', {}), f"cell {c.get('id')}: a widget output (a tqdm bar)"
+
+
+TRACK_1 = ('index', '08_rewards', '09_alignment', '10_advantages', '11_loss', '12_one_step')
+
+
+def track_size(names=TRACK_1) -> tuple[int, int]:
+    "Words of prose (folded answers aside) and non-blank lines of code (hidden cells aside) of a track's notebooks."
+    words = lines = 0
+    for n in names:
+        for c in json.loads((NBS / f'{n}.ipynb').read_text())['cells']:
+            s = ''.join(c['source'])
+            if c['cell_type'] == 'markdown': words += len(re.findall(r"[A-Za-z][A-Za-z'-]*", re.sub(r'<details>.*?</details>', '', s, flags=re.S)))
+            elif not s.startswith('#| hide'): lines += sum(1 for x in s.splitlines() if x.strip())
+    return words, lines
+
+
+def test_the_readme_states_track_1s_size():
+    "The README's 'N words of prose and M lines of code' for track 1 is within 5% of what the notebooks hold now."
+    words, lines = track_size()
+    readme = (NBS.parent / 'README.md').read_text()
+    m = re.search(r'([\d,]+) words of prose and ([\d,]+) lines of code', readme)
+    assert m, "README.md: say track 1's size as 'N words of prose and M lines of code'"
+    said_words, said_lines = (int(x.replace(',', '')) for x in m.groups())
+    assert abs(said_words - words) <= 0.05 * words and abs(said_lines - lines) <= 0.05 * lines, (words, lines, m.group(0))
