@@ -247,7 +247,7 @@ def budget_use(out: str | Path, budgets, warmstarts, arms, seeds, world: World, 
 
 # %% ../nbs/21b_contrasts.ipynb #c4752e65
 def plot_efficiency(df: pd.DataFrame, out: str | Path):
-    "Held-out accuracy (sampled) against the training step per arm and budget, from the runs of `df` (`contrast_runs`) under OUT: the mean over runs, a band of ± one sd over runs (stability), and a dot at the mean `half_gain_step` (sample efficiency)."
+    "Held-out accuracy (sampled) against the training step per arm and budget, from the runs of `df` (`contrast_runs`) under OUT: the mean over runs, a band of ± one sd over runs, and a dot at the mean `half_gain_step` (sample efficiency)."
     import matplotlib.pyplot as plt
     budgets = sorted(set(df.budget))
     fig, axes = plt.subplots(1, len(budgets), figsize=(5.2 * len(budgets), 3.4), sharey=True, squeeze=False)
@@ -340,7 +340,7 @@ def mgrpo_contrasts(
             f"**Held-out accuracy after training (sampled, T = 1)**\n\n{contrast_table(df)}\n\n"
             f"**Greedy**\n\n{contrast_table(df, 'greedy_after')}\n\n"
             f"**Same warm start: two models against one, a bigger one against the default (sampled; greedy)**\n\n{pair_table(df)}\n\n{pair_table(df, col='greedy_after')}\n\n"
-            f"**Stability and sample efficiency**\n\n{efficiency_table(df)}\n")
+            f"**Sample efficiency, and the training reward's variance (it rises with the reward's level: not a measure of stability)**\n\n{efficiency_table(df)}\n")
     (Path(docs) / 'contrasts.md').write_text(text)
     fig = plot_contrasts(df); fig.savefig(Path(docs) / 'contrasts.png', dpi=110); plt.close(fig)
     fig = plot_efficiency(df, out); fig.savefig(Path(docs) / 'contrasts_efficiency.png', dpi=110); plt.close(fig)
