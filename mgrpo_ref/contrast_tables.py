@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .experiments import CONTRASTS, LAST, COLORS
-from .paired import mean_sd, paired_cell, paired_stats
+from .paired import mean_sd, paired_cell, paired_differences, paired_stats
 
 # %% ../nbs/21c_contrast_tables.ipynb #c0a1b2e4
 def half_gain_step(steps, acc) -> float:
@@ -47,9 +47,7 @@ def by_arm(df: pd.DataFrame):
 
 def paired(df: pd.DataFrame, arm: str, base: str, col: str = 'after') -> pd.Series:
     "`arm`'s `col` minus `base`'s on the same budget, warm start and seed (the pairs both have)."
-    k = ['budget', 'warmstart', 'seed']
-    m = df[df.arm == arm].set_index(k)[col].to_frame('a').join(df[df.arm == base].set_index(k)[col].to_frame('b'), how='inner')
-    return m['a'] - m['b']
+    return paired_differences(df, arm, base, col, ('budget', 'warmstart', 'seed'))
 
 def diff_cell(d: pd.Series) -> str:
     "`paired_cell` of the differences `d` (over warm starts where `d` has several, else over the seeds of one), or '–' without pairs."

@@ -20,7 +20,7 @@ from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
 from .config import TrainConfig, deep_merge, config_fields, parse_overrides
-from .paired import mean_sd, paired_cell, paired_stats
+from .paired import mean_sd, paired_cell, paired_differences, paired_stats
 from .trainer import Trainer
 from .warmstart import WarmStartConfig, load_policies, make_warm_start, shipped_warmstart
 from .world import WorldConfig, build_world
@@ -309,12 +309,11 @@ def ordering(df: pd.DataFrame, col: str = 'gain') -> str:
 def warmstart_table(df: pd.DataFrame, col: str = 'gain') -> str:
     "A markdown table of `col` (sampled gain) per warm start (mean ± sd over its seeds) and pooled over every run, the first arm minus each other on the same warm start and seed (`paired_cell`: over a warm start's seeds, or over the warm starts in the pooled row), and each row's ordering by mean."
     arms = list(dict.fromkeys(df['arm']))
-    pair = lambda g, a: g[g.arm == arms[0]].set_index(['warmstart', 'seed'])[col] - g[g.arm == a].set_index(['warmstart', 'seed'])[col]
     lines = ['| warm start | runs | ' + ' | '.join(f'`{a}` (mean ± sd)' for a in arms) + ' | '
              + ' | '.join(f'`{arms[0]}` − `{a}` [95% CI] ahead' for a in arms[1:]) + ' | ordering by mean |', '|---' * (2 * len(arms) + 2) + '|']
     groups = [(f"{w} (`{g['folder'].iloc[0]}`)", g) for w, g in df.groupby('warmstart')] + [('**pooled**', df)]
     for name, g in groups:
-        cells = [mean_sd(g[g.arm == a][col]) for a in arms] + [paired_cell(paired_stats(pair(g, a))) for a in arms[1:]]
+        cells = [mean_sd(g[g.arm == a][col]) for a in arms] + [paired_cell(paired_stats(paired_differences(g, arms[0], a, col))) for a in arms[1:]]
         lines.append(f"| {name} | {len(g)} | " + ' | '.join(cells) + f" | {ordering(g, col)} |")
     return '\n'.join(lines)
 

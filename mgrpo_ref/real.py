@@ -132,19 +132,18 @@ def real_contrast_rows(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)) -> list
 
 def real_contrast_table(rows: list[dict], base: str = 'mgrpo') -> str:
     "Markdown: every run's row, then `base` minus each other arm on the same seed (`paired_cell` over the seeds of the one warm start), after training and in gain, sampled and greedy."
-    from mgrpo_ref.paired import paired_cell, paired_stats
+    from mgrpo_ref.paired import paired_cell, paired_differences, paired_stats
     import pandas as pd
     df = pd.DataFrame(rows)
     cols = ['arm', 'seed', 'before', 'after', 'greedy_before', 'greedy_after', 'seconds']
     lines = ['| ' + ' | '.join(cols) + ' |', '|---' * len(cols) + '|']
     lines += ['| ' + ' | '.join(f'{r[c]:.3f}' if isinstance(r[c], float) else str(r[c]) for c in cols) + ' |' for r in rows]
-    df = df.assign(gain=df.after - df.before, greedy_gain=df.greedy_after - df.greedy_before).set_index(['arm', 'seed'])
+    df = df.assign(gain=df.after - df.before, greedy_gain=df.greedy_after - df.greedy_before)
     head = ['after, sampled', 'after, greedy', 'gain, sampled', 'gain, greedy']
     lines += ['', f'| `{base}` − arm, same seed [95% CI over the seeds of this warm start] seeds ahead | ' + ' | '.join(head) + ' |', '|---' * 5 + '|']
-    for a in dict.fromkeys(df.index.get_level_values('arm')):
-        if a == base: continue
-        d = {c: (df.loc[base, c] - df.loc[a, c]).dropna() for c in ('after', 'greedy_after', 'gain', 'greedy_gain')}
-        lines.append(f'| `{a}` | ' + ' | '.join(paired_cell(paired_stats(v)) if len(v) else '–' for v in d.values()) + ' |')
+    for a in [a for a in dict.fromkeys(df.arm) if a != base]:
+        d = [paired_differences(df, base, a, c, ('seed',)) for c in ('after', 'greedy_after', 'gain', 'greedy_gain')]
+        lines.append(f'| `{a}` | ' + ' | '.join(paired_cell(paired_stats(v)) if len(v) else '–' for v in d) + ' |')
     return '\n'.join(lines)
 
 # %% ../nbs/07b_real_model.ipynb #rc000005
