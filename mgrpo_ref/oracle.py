@@ -233,7 +233,7 @@ def mgrpo_world(
     family_size: int = 3,          # entities per name family (near-identical names)
     train_questions: int = 480,    # questions in the train split
     test_questions: int = 120,     # questions in the test split
-    valid_questions: int = 120,    # questions in the validation split (test-side questions the test split does not ask)
+    valid_questions: int = None,   # questions in the validation split (test-side questions the test split does not ask; default: as many as test)
     out: str = None,               # folder to write the world, summary.json, noise_sweep.csv and plots into
     json: bool = False,            # print the summary as one JSON object
 ):

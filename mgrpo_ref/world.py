@@ -64,16 +64,18 @@ class WorldConfig:
     test_fraction: float = 0.2         # fraction of entities held out as start entities of the test split
     train_questions: int = 480         # questions in the train split
     test_questions: int = 120          # questions in the test split
-    valid_questions: int = 120         # questions in the validation split: test-side questions (held-out start) that the test split does not ask
+    valid_questions: int | None = None # questions in the validation split, test-side ones (held-out start) the test split does not ask; None: as many as test
     hop_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)  # relative share of 1-, 2- and 3-hop questions
 
     def __post_init__(self):
         for f in ('companies', 'people', 'universities', 'cities', 'family_size', 'countries'):
             v = getattr(self, f)
             if not isinstance(v, int) or v < 1: raise ValueError(f"WorldConfig.{f} must be an integer >= 1, got {v!r}")
-        for f in ('max_mentions', 'train_questions', 'test_questions', 'valid_questions'):
+        for f in ('max_mentions', 'train_questions', 'test_questions'):
             v = getattr(self, f)
             if not isinstance(v, int) or v < 0: raise ValueError(f"WorldConfig.{f} must be an integer >= 0, got {v!r}")
+        if self.valid_questions is not None and (not isinstance(self.valid_questions, int) or self.valid_questions < 0):
+            raise ValueError(f"WorldConfig.valid_questions must be an integer >= 0 or None (as many as test_questions), got {self.valid_questions!r}")
         if self.family_size > 5: raise ValueError(f"WorldConfig.family_size must be at most 5, got {self.family_size}")
         if not 0 < self.test_fraction < 1:
             raise ValueError(f"WorldConfig.test_fraction must be in (0, 1), got {self.test_fraction!r}")
@@ -227,7 +229,7 @@ def _make_questions(ents: list[Entity], cfg: WorldConfig, rng: random.Random) ->
     questions, asked = {}, set()
     # the validation split draws from its own generator, after the others: train and test are those of a world without it
     for split, side, n, r in (('train', 'train', cfg.train_questions, rng), ('test', 'test', cfg.test_questions, rng),
-                              ('valid', 'test', cfg.valid_questions, random.Random(f'{cfg.seed}/valid'))):
+                              ('valid', 'test', cfg.test_questions if cfg.valid_questions is None else cfg.valid_questions, random.Random(f'{cfg.seed}/valid'))):
         picked = []
         for h, n_h in zip((1, 2, 3), _apportion(n, cfg.hop_weights)):
             pool = [x for x in pools[(side, h)] if (x[0].id, x[1]) not in asked]

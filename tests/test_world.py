@@ -97,9 +97,9 @@ def test_roundtrip_and_dataset(tmp_path, world):
 
 # sha256 of the seed-0 world's files, first 16 hex digits. The shipped warm start (mgrpo_ref/checkpoints) and
 # every committed result were made on this world: a change here voids them, so it must be deliberate. Adding the validation
-# split changed only config.json (its valid_questions field) and added questions-valid.jsonl: entities, pages, train and test
+# split changed only config.json (its valid_questions field, null: as many as test) and added questions-valid.jsonl: entities, pages, train and test
 # are the bytes the results were made on.
-SEED0_SHA256 = {'config.json': 'f176377f3682e142', 'entities.jsonl': 'c1018984a37d945d', 'pages.jsonl': 'becfd315b4dade3d',
+SEED0_SHA256 = {'config.json': '6839b1e034db7796', 'entities.jsonl': 'c1018984a37d945d', 'pages.jsonl': 'becfd315b4dade3d',
                 'questions-test.jsonl': '86447519ed4e4167', 'questions-train.jsonl': '124fdf3ded07ac9e',
                 'questions-valid.jsonl': '8725fb1188e60b6c'}
 
@@ -114,7 +114,7 @@ def test_seed0_world_is_the_one_results_were_made_on(tmp_path):
 def test_the_validation_split_is_test_side_disjoint_and_changes_nothing_else(seed):
     w = build_world(seed=seed)
     held = set(w.held_out)
-    assert len(w.questions['valid']) == w.config.valid_questions
+    assert len(w.questions['valid']) == w.config.test_questions                                        # None: as many as test
     assert all(q.chain[0].page_id in held and q.split == 'valid' for q in w.questions['valid'])       # drawn like a test question
     assert not {q.question for q in w.questions['valid']} & {q.question for q in w.questions['test']}  # never one the test split asks
     without = build_world(seed=seed, valid_questions=0)                                                # its own generator: train and test as without it
