@@ -119,7 +119,9 @@ def configs_readme() -> str:
     files = '\n'.join(f'- `{name}`: {what}.' for name, what in CONFIGS.items())
     files += ("\n\nThe files of `warmstart/` are not `TrainConfig`s: `warmstart/smollm2.json` holds the `WarmStartConfig` fields of the shipped "
               "real warm start (`make real-warmstart`, `mgrpo-rollout --warmstart --warmstart-config`): rank-8 adapters on SmolLM2 "
-              "fine-tuned on the oracle's demonstrations, 60 main, 150 sub-agent and 60 single-agent steps of 8 sequences at learning rate 2e-4.")
+              "fine-tuned on the oracle's demonstrations, 60 main, 150 sub-agent and 60 single-agent steps of 8 sequences at learning rate 2e-4, "
+              "run 2 sequences at a time (`micro_batch`: 6.6 GB where a whole batch of the single agent's held 22.4 GB, `bench/RESULTS.md`; "
+              "the shipped adapters were made with whole batches, the same update up to float rounding).")
     return f'''# Configs
 
 One format for every command: a JSON object of `TrainConfig` fields, sections as nested objects. A file may

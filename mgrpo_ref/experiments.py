@@ -240,7 +240,7 @@ def paired_gains(df: pd.DataFrame, base: str | None = None, col: str = 'gain') -
         if arm == base: continue
         missing = sorted(set(g['seed']) - set(b.index))
         if missing: raise ValueError(f"arm {arm!r} has seeds {missing} that the base arm {base!r} has not run")
-        d = g.set_index('seed')[col] - b.loc[g['seed']].values               # (seeds,) paired by seed
+        d = paired_differences(df, arm, base, col, ('seed',))             # (seeds,) paired by seed
         p = paired_stats(d)
         rows.append({'arm': arm, 'base': base, 'seeds': len(d), 'mean': p.mean, 'low': p.low, 'high': p.high,
                      'ahead': p.ahead, 'diffs': [round(x, 3) for x in d], 'cell': paired_cell(p)})

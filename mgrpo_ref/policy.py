@@ -233,10 +233,11 @@ def _no_hf_bars():
 
 @contextmanager
 def quiet_peft():
-    "peft (0.21) asks the model `is_gradient_checkpointing`, which transformers (5.x) warns is deprecated: not ours to fix, and noise in every run with adapters."
+    "Silence two peft (0.21) warnings that are noise here: it asks the model `is_gradient_checkpointing`, which transformers (5.x) warns is deprecated, and on save it looks for a config.json beside a base loaded from a GGUF folder (to check whether the embeddings changed: they are frozen)."
     import warnings
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message='.*is_gradient_checkpointing.*', category=FutureWarning)
+        warnings.filterwarnings('ignore', message='Could not find a config file in .*', category=UserWarning)
         yield
 
 BASES: dict = {}   # model names `Policy.load` (and so every config's model fields) takes besides folders and hub ids -> a loader(dtype); 'smollm2' below
@@ -284,7 +285,7 @@ class Policy:
         "Save with `save_pretrained`: the model and its tokenizer, or, for an adapted model, only the adapters (policy.json names their base)."
         if self.adapted and self.base is None: raise ValueError("adapters are saved without their base, which this policy cannot name (base=None): load the base with Policy.load first")
         p = Path(path); p.mkdir(parents=True, exist_ok=True)
-        with _no_hf_bars():
+        with _no_hf_bars(), quiet_peft():
             self.model.save_pretrained(p)
             if not self.adapted: self.tokenizer.save_pretrained(p)
             else: (p/'README.md').unlink(missing_ok=True)   # peft's model card, written with every save: not part of a checkpoint

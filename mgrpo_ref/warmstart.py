@@ -49,6 +49,7 @@ class WarmStartConfig:
     steps_sub: int = 900                   # SFT optimizer steps of the sub-agent
     steps_single: int = 450                # SFT optimizer steps of the single agent
     batch_size: int = 32                   # sequences per SFT step
+    micro_batch: int | None = None         # sequences per forward and backward within a step (None: the whole batch): memory only, the gradient is the batch's
     lr: float = 3e-3                       # AdamW learning rate (constant)
     grad_clip: float = 1.0                 # gradient norm clip
     model: TinyModelConfig = field(default_factory=TinyModelConfig)  # size of each tiny policy (base None)
@@ -61,6 +62,7 @@ class WarmStartConfig:
             if getattr(self, f) < 1: raise ValueError(f"WarmStartConfig.{f} must be >= 1, got {getattr(self, f)}")
         for f in ('steps_main', 'steps_sub', 'steps_single'):
             if getattr(self, f) < 0: raise ValueError(f"WarmStartConfig.{f} must be >= 0, got {getattr(self, f)}")
+        if self.micro_batch is not None and self.micro_batch < 1: raise ValueError(f"WarmStartConfig.micro_batch must be None or >= 1, got {self.micro_batch}")
         if not self.lr > 0: raise ValueError(f"WarmStartConfig.lr must be > 0, got {self.lr}")
         if self.source not in ('pool', 'split'): raise ValueError(f"WarmStartConfig.source must be 'pool' or 'split', got {self.source!r}")
 
@@ -85,8 +87,8 @@ def demonstrations(world: World, cfg: WarmStartConfig, chat: ChatFormat) -> dict
     return data
 
 # %% ../nbs/07_warmstart.ipynb #93d91a9e
-def sft_loss(model, batch: list[tuple[list[int], list[int]]], pad_id: int) -> torch.Tensor:
-    "Mean NLL of the mask-1 tokens of a batch of (ids, mask) sequences (the LM head in chunks, `token_logprobs`: no (B, L, V) logits)."
+def sft_loss(model, batch: list[tuple[list[int], list[int]]], pad_id: int, tokens: int | None = None) -> torch.Tensor:
+    "NLL of the mask-1 tokens of a batch of (ids, mask) sequences over `tokens` (default: the batch's own count, so the mean; pass the whole batch's count and its micro-batches sum to its mean). The LM head runs in chunks (`token_logprobs`): no (B, L, V) logits."
     dev = next(model.parameters()).device
     L = max(len(x) for x, _ in batch)
     ids = torch.full((len(batch), L), pad_id, dtype=torch.long, device=dev)       # (B, L)
@@ -95,11 +97,11 @@ def sft_loss(model, batch: list[tuple[list[int], list[int]]], pad_id: int) -> to
     for b, (x, mm) in enumerate(batch):
         ids[b, :len(x)] = torch.tensor(x, device=dev); m[b, :len(x)] = torch.tensor(mm, dtype=torch.float, device=dev); att[b, :len(x)] = 1
     lp = token_logprobs(model, ids, att, positions=m.bool())                      # (B, L) log p(x_t | x_<t) where m = 1, else 0
-    return -(lp * m).sum() / m[:, 1:].sum().clamp_min(1)
+    return -(lp * m).sum() / (tokens or m[:, 1:].sum().clamp_min(1))
 
 def sft(policy: Policy, data: list[tuple[list[int], list[int]]], steps: int, cfg: WarmStartConfig,
         desc: str = 'sft', seed: int = 0) -> list[float]:
-    "Fine-tune `policy` on `data` for `steps` AdamW steps of `cfg.batch_size` sequences; returns the losses."
+    "Fine-tune `policy` on `data` for `steps` AdamW steps of `cfg.batch_size` sequences (in micro-batches of `cfg.micro_batch`); returns the losses."
     if not data: raise ValueError(f"{desc}: no demonstrations to train on")
     params = trainable_parameters(policy.model)                                  # every weight, or the adapters only
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
@@ -108,10 +110,13 @@ def sft(policy: Policy, data: list[tuple[list[int], list[int]]], steps: int, cfg
     for _ in tqdm(range(steps), desc=desc, leave=False, disable=None):
         if len(order) < cfg.batch_size: order += rng.sample(range(len(data)), len(data))   # epochs, reshuffled
         batch, order = [data[i] for i in order[:cfg.batch_size]], order[cfg.batch_size:]
-        loss = sft_loss(policy.model, batch, policy.pad_id)
-        opt.zero_grad(); loss.backward()
+        n, mb, loss = max(1, sum(sum(m[1:]) for _, m in batch)), cfg.micro_batch or len(batch), 0.0   # the batch's predicted tokens
+        opt.zero_grad()
+        for i in range(0, len(batch), mb):                                        # micro-batches: the same gradient, less memory
+            part = sft_loss(policy.model, batch[i:i + mb], policy.pad_id, tokens=n)
+            part.backward(); loss += part.item()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip); opt.step()
-        losses.append(loss.item())
+        losses.append(loss)
     policy.model.eval()
     return losses
 
