@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['REAL_SAMPLING', 'REAL_ROLLOUT', 'REAL_ARMS', 'REAL_MODEL', 'ExampleChat', 'with_example', 'real_starts',
            'starts_table', 'episode_text', 'write_rows', 'mgrpo_real_starts', 'real_contrast_rows',
-           'real_contrast_table', 'mgrpo_real_contrast']
+           'real_contrast_table', 'run_trace', 'real_contrast_trace', 'trace_table', 'mgrpo_real_contrast']
 
 # %% ../nbs/07b_real_model.ipynb #rm000005
 import csv, json, time
@@ -146,11 +146,46 @@ def real_contrast_table(rows: list[dict], base: str = 'mgrpo') -> str:
         lines.append(f'| `{a}` | ' + ' | '.join(paired_cell(paired_stats(v)) if len(v) else '–' for v in d) + ' |')
     return '\n'.join(lines)
 
+# %% ../nbs/07b_real_model.ipynb #rc000007
+def run_trace(metrics: list[dict], arm: str, head: int = 3) -> dict:
+    "One run's training steps (`metrics`: its metrics.jsonl), the mean of the first `head` and of the last `head`: the deciding agent's training accuracy, zero-signal share, format-ok and budget cuts; the entropy of the trained model (and of the sub-agent); the sub-agent's zero-signal share; delegations per main rollout."
+    d = 'single' if arm == 'single' else 'main'                         # the agent whose answer is scored
+    trained = 'main' if arm == 'mgrpo' else arm                        # the model whose entropy `entropy` is: main, single or shared
+    keys = {'accuracy': f'{d}/accuracy', 'zero_signal': f'{d}/zero_signal', 'format_ok': f'{d}/format_ok', 'cut': f'{d}/cut',
+            'entropy': f'{trained}/entropy', 'sub_entropy': 'sub/entropy',
+            'sub_zero_signal': 'sub/zero_signal', 'delegations': 'd_mean'}
+    steps = [m for m in metrics if m['step'] > 0 and f'{d}/reward' in m]   # training steps (evaluations hold eval/ only)
+    out = {}
+    for name, key in keys.items():
+        v = [m[key] for m in steps if key in m]
+        if v: out[f'{name}_first'], out[f'{name}_last'] = sum(v[:head]) / len(v[:head]), sum(v[-head:]) / len(v[-head:])
+    return out
+
+def real_contrast_trace(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2), head: int = 3) -> list[dict]:
+    "One row per finished run under OUT/ARM/seedS: arm, seed and its `run_trace`."
+    rows = []
+    for a in arms:
+        for s in seeds:
+            run = Path(out) / a / f'seed{s}'
+            if not (run / 'summary.json').exists(): continue
+            rows.append({'arm': a, 'seed': s, **run_trace([json.loads(l) for l in open(run / 'metrics.jsonl')], a, head)})
+    return rows
+
+def trace_table(rows: list[dict]) -> str:
+    "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none)."
+    import pandas as pd
+    df, names = pd.DataFrame(rows), ('accuracy', 'zero_signal', 'format_ok', 'cut', 'entropy', 'sub_entropy', 'sub_zero_signal', 'delegations')
+    lines = ['| arm | runs | ' + ' | '.join(n.replace('_', ' ') for n in names) + ' |', '|---' * (len(names) + 2) + '|']
+    for a, g in df.groupby('arm', sort=False):
+        cell = lambda n: f"{g[n + '_first'].mean():.3f} → {g[n + '_last'].mean():.3f}" if n + '_first' in g and g[n + '_first'].notna().any() else '–'
+        lines.append(f'| `{a}` | {len(g)} | ' + ' | '.join(cell(n) for n in names) + ' |')
+    return '\n'.join(lines)
+
 # %% ../nbs/07b_real_model.ipynb #rc000005
 @call_parse
 def mgrpo_real_contrast(
     out: str = 'runs/real-contrast',      # the runs: OUT/ARM/seedS (finished ones are reused, stopped ones resumed)
-    docs: str = 'docs',                   # where real_contrast.csv and real_contrast.md are written
+    docs: str = 'docs',                   # where real_contrast.csv (the runs), real_contrast_trace.csv (`run_trace`) and real_contrast.md (both tables) are written
     arms: str = ','.join(REAL_ARMS),      # the arms
     seeds: str = '0,1,2',                 # the training seeds
     config: str = 'configs/smollm2-cpu.json',   # the TrainConfig fields every run shares
@@ -175,5 +210,8 @@ def mgrpo_real_contrast(
     if not rows: raise SystemExit(f"mgrpo-real-contrast: no finished run under {out!r}")
     Path(docs).mkdir(parents=True, exist_ok=True)
     write_rows(rows, Path(docs) / 'real_contrast.csv')
-    (Path(docs) / 'real_contrast.md').write_text(real_contrast_table(rows) + '\n')
-    print(real_contrast_table(rows))
+    trace = real_contrast_trace(out, names, ss)
+    write_rows(trace, Path(docs) / 'real_contrast_trace.csv')
+    text = real_contrast_table(rows) + '\n\nThe training steps, first three -> last three (`run_trace`):\n\n' + trace_table(trace)
+    (Path(docs) / 'real_contrast.md').write_text(text + '\n')
+    print(text)
