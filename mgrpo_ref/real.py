@@ -190,7 +190,7 @@ def mgrpo_real_contrast(
     seeds: str = '0,1,2',                 # the training seeds
     config: str = 'configs/smollm2-cpu.json',   # the TrainConfig fields every run shares
     checkpoint: str = None,               # the real warm start (default: the shipped one, mgrpo_ref/checkpoints/smollm2)
-    reuse: str = 'results/real-demo',     # a finished run to use as mgrpo seed 0 if its config is that run's
+    reuse: str = 'results/real-demo',     # a finished run to use as mgrpo seed 0 if its config is that run's (but for loss.micro_batch, which does not change the update)
     workers: int = 2,                     # runs at a time, one torch thread each
     tables: bool = False,                 # only the tables, from the runs that are finished
 ):
@@ -204,7 +204,8 @@ def mgrpo_real_contrast(
     mine, done = exp.config('mgrpo', 0) if 'mgrpo' in names and 0 in ss else None, Path(reuse) / 'config.json'
     if mine and not (Path(out) / 'mgrpo' / 'seed0').exists() and done.exists():
         theirs = json.loads(done.read_text())
-        if {**theirs, 'run': None} == {**_plain(mine), 'run': None}: shutil.copytree(Path(reuse), Path(out) / 'mgrpo' / 'seed0')
+        same = lambda c: {**c, 'run': None, 'loss': {**c['loss'], 'micro_batch': None}}   # micro-batches: memory, not the gradient (11_loss)
+        if same(theirs) == same(_plain(mine)): shutil.copytree(Path(reuse), Path(out) / 'mgrpo' / 'seed0')
     if not tables: run_experiment(exp, out, checkpoint or real_warmstart(), table='real_contrast')
     rows = real_contrast_rows(out, names, ss)
     if not rows: raise SystemExit(f"mgrpo-real-contrast: no finished run under {out!r}")
