@@ -46,14 +46,18 @@ def with_example(policy: Policy, world: World, role: str, seed: int = 0) -> Poli
 REAL_SAMPLING = SamplingConfig(max_new_tokens=40)          # turns of SmolLM2: the oracle's longest is 25 tokens
 REAL_ROLLOUT = RolloutConfig(k=4, main_sampling=REAL_SAMPLING, sub_sampling=REAL_SAMPLING)   # configs/smollm2-cpu.json trains with these
 
-def real_starts(world: World, warm: str | Path | None) -> dict[str, dict[str, Policy]]:
-    "The policies of each start, 'zero-shot', 'few-shot', 'warm start' and 'warm start, shared': SmolLM2 itself, SmolLM2 shown one oracle episode, the adapters in `warm` (those of main/, sub/, single/ it has; left out if None) and its shared/ adapter playing both roles (if it has one)."
+def real_starts(world: World, warm: str | Path | None, mixed: bool = False) -> dict[str, dict[str, Policy]]:
+    "The policies of each start, 'zero-shot', 'few-shot', 'warm start' and 'warm start, shared': SmolLM2 itself, SmolLM2 shown one oracle episode, the adapters in `warm` (those of main/, sub/, single/ it has; left out if None) and its shared/ adapter playing both roles (if it has one); with `mixed`, also the shared adapter in one role and the distinct adapter in the other, each way."
     base = load_smollm2()
     out = {'zero-shot': {r: base for r in ('main', 'sub', 'single')},
            'few-shot': {r: with_example(base, world, r) for r in ('main', 'sub', 'single')}}
     if warm is None: return out
     out['warm start'] = {r: Policy.load(Path(warm) / r) for r in ('main', 'sub', 'single') if (Path(warm) / r).is_dir()}
     if (Path(warm) / 'shared').is_dir(): out['warm start, shared'] = dict.fromkeys(('main', 'sub'), Policy.load(Path(warm) / 'shared'))
+    if mixed and 'warm start, shared' in out and {'main', 'sub'} <= set(out['warm start']):
+        one, two = out['warm start, shared']['main'], out['warm start']
+        out['warm start, shared main + distinct sub'] = {'main': one, 'sub': two['sub']}     # which role holds the shared adapter's lead
+        out['warm start, distinct main + shared sub'] = {'main': two['main'], 'sub': one}
     return out
 
 # %% ../nbs/07b_real_model.ipynb #rm000013
@@ -102,7 +106,7 @@ def mgrpo_real_starts(
     from mgrpo_ref.warmstart import load_policies, real_warmstart, shipped_warmstart
     world = build_world(WorldConfig(seed=0))
     warm = warm or real_warmstart()
-    starts = {**real_starts(world, warm), 'tiny warm start': load_policies(shipped_warmstart())}
+    starts = {**real_starts(world, warm, mixed=True), 'tiny warm start': load_policies(shipped_warmstart())}
     rollouts = {name: REAL_ROLLOUT if name != 'tiny warm start' else RolloutConfig() for name in starts}
     rows = list(csv.DictReader(open(out))) if Path(out).exists() else []      # a stopped run resumes: starts already written are kept
     for name, pols in starts.items():
