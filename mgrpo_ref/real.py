@@ -208,7 +208,7 @@ def mgrpo_real_contrast(
     mine, done = exp.config('mgrpo', 0) if 'mgrpo' in names and 0 in ss else None, Path(reuse) / 'config.json'
     if mine and not (Path(out) / 'mgrpo' / 'seed0').exists() and done.exists():
         theirs = json.loads(done.read_text())
-        same = lambda c: {**c, 'run': None, 'loss': {**c['loss'], 'micro_batch': None}}   # micro-batches: memory, not the gradient (11_loss)
+        same = lambda c: {**c, 'run': None, 'loss': {**c['loss'], 'micro_batch': None}}   # micro-batches: memory, not the gradient (14_learner)
         if same(theirs) == same(_plain(mine)): shutil.copytree(Path(reuse), Path(out) / 'mgrpo' / 'seed0')
     if not tables: run_experiment(exp, out, checkpoint or real_warmstart(), table='real_contrast')
     rows = real_contrast_rows(out, names, ss)
