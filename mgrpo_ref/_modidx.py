@@ -357,6 +357,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mgrpo_ref.real.episode_text': ('real_model.html#episode_text', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.mgrpo_real_contrast': ('real_model.html#mgrpo_real_contrast', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.mgrpo_real_starts': ('real_model.html#mgrpo_real_starts', 'mgrpo_ref/real.py'),
+                                'mgrpo_ref.real.real_contrast_docs': ('real_model.html#real_contrast_docs', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.real_contrast_rows': ('real_model.html#real_contrast_rows', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.real_contrast_table': ('real_model.html#real_contrast_table', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.real_contrast_trace': ('real_model.html#real_contrast_trace', 'mgrpo_ref/real.py'),

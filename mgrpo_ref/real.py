@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['REAL_SAMPLING', 'REAL_ROLLOUT', 'REAL_ARMS', 'REAL_MODEL', 'ExampleChat', 'with_example', 'real_starts',
            'starts_table', 'episode_text', 'write_rows', 'mgrpo_real_starts', 'real_contrast_rows',
-           'real_contrast_table', 'run_trace', 'real_contrast_trace', 'trace_table', 'mgrpo_real_contrast']
+           'real_contrast_table', 'run_trace', 'real_contrast_trace', 'trace_table', 'real_contrast_docs',
+           'mgrpo_real_contrast']
 
 # %% ../nbs/07b_real_model.ipynb #rm000005
 import csv, json, time
@@ -185,6 +186,17 @@ def trace_table(rows: list[dict]) -> str:
         lines.append(f'| `{a}` | {len(g)} | ' + ' | '.join(cell(n) for n in names) + ' |')
     return '\n'.join(lines)
 
+def real_contrast_docs(out: str | Path, docs: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)) -> str:
+    "Write DOCS/real_contrast.csv (`real_contrast_rows`), real_contrast_trace.csv (`real_contrast_trace`) and real_contrast.md (both tables) from the finished runs under OUT; returns the markdown."
+    rows = real_contrast_rows(out, arms, seeds)
+    if not rows: raise FileNotFoundError(f"no finished run under {str(out)!r}")
+    trace = real_contrast_trace(out, arms, seeds)
+    text = real_contrast_table(rows) + '\n\nThe training steps, first three -> last three (`run_trace`):\n\n' + trace_table(trace) + '\n'
+    Path(docs).mkdir(parents=True, exist_ok=True)
+    write_rows(rows, Path(docs) / 'real_contrast.csv'); write_rows(trace, Path(docs) / 'real_contrast_trace.csv')
+    (Path(docs) / 'real_contrast.md').write_text(text)
+    return text
+
 # %% ../nbs/07b_real_model.ipynb #rc000005
 @call_parse
 def mgrpo_real_contrast(
@@ -211,12 +223,4 @@ def mgrpo_real_contrast(
         same = lambda c: {**c, 'run': None, 'loss': {**c['loss'], 'micro_batch': None}}   # micro-batches: memory, not the gradient (14_learner)
         if same(theirs) == same(_plain(mine)): shutil.copytree(Path(reuse), Path(out) / 'mgrpo' / 'seed0')
     if not tables: run_experiment(exp, out, checkpoint or real_warmstart(), table='real_contrast')
-    rows = real_contrast_rows(out, names, ss)
-    if not rows: raise SystemExit(f"mgrpo-real-contrast: no finished run under {out!r}")
-    Path(docs).mkdir(parents=True, exist_ok=True)
-    write_rows(rows, Path(docs) / 'real_contrast.csv')
-    trace = real_contrast_trace(out, names, ss)
-    write_rows(trace, Path(docs) / 'real_contrast_trace.csv')
-    text = real_contrast_table(rows) + '\n\nThe training steps, first three -> last three (`run_trace`):\n\n' + trace_table(trace)
-    (Path(docs) / 'real_contrast.md').write_text(text + '\n')
-    print(text)
+    print(real_contrast_docs(out, docs, names, ss))

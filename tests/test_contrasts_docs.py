@@ -1,4 +1,4 @@
-"The committed contrast results (docs/contrasts.*, results/contrasts) and the README's table agree: what a reader sees is what the runs say."
+"The committed contrast results (docs/contrasts.*, results/contrasts; docs/real_contrast.*, results/real-contrast) and the README's table agree: what a reader sees is what the runs say."
 from pathlib import Path
 
 import pandas as pd
@@ -33,3 +33,12 @@ def test_the_readme_and_docs_show_the_table_of_the_committed_runs():
     table = glance_table(RUNS)
     assert table in (ROOT / 'docs' / 'contrasts.md').read_text()
     assert table in (ROOT / 'README.md').read_text(), 'README.md: paste the table `glance_table(docs/contrasts.csv)` prints'
+
+
+def test_real_contrast_docs_are_the_committed_runs(tmp_path):
+    "docs/real_contrast.{md,csv} and real_contrast_trace.csv are what the committed real-model runs (results/real-contrast) give."
+    from mgrpo_ref.real import real_contrast_docs
+    text = real_contrast_docs(ROOT / 'results' / 'real-contrast', tmp_path)
+    assert (ROOT / 'docs' / 'real_contrast.md').read_text() == text, 'rerun: mgrpo-real-contrast --tables --out results/real-contrast'
+    for f in ('real_contrast.csv', 'real_contrast_trace.csv'):
+        assert (ROOT / 'docs' / f).read_text() == (tmp_path / f).read_text(), f
