@@ -45,7 +45,7 @@ def with_example(policy: Policy, world: World, role: str, seed: int = 0) -> Poli
 
 # %% ../nbs/07b_real_model.ipynb #rm000011
 REAL_SAMPLING = SamplingConfig(max_new_tokens=40)          # turns of SmolLM2: the oracle's longest is 25 tokens
-REAL_ROLLOUT = RolloutConfig(k=4, main_sampling=REAL_SAMPLING, sub_sampling=REAL_SAMPLING)   # configs/smollm2-cpu.json trains with these
+REAL_ROLLOUT = RolloutConfig(k=4, main_sampling=REAL_SAMPLING, sub_sampling=REAL_SAMPLING)   # configs/smollm2-cpu.json trains with these turns (and K = 6)
 
 def real_starts(world: World, warm: str | Path | None, mixed: bool = False) -> dict[str, dict[str, Policy]]:
     "The policies of each start, 'zero-shot', 'few-shot', 'warm start' and 'warm start, shared': SmolLM2 itself, SmolLM2 shown one oracle episode, the adapters in `warm` (those of main/, sub/, single/ it has; left out if None) and its shared/ adapter playing both roles (if it has one); with `mixed`, also the shared adapter in one role and the distinct adapter in the other, each way."
