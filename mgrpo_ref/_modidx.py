@@ -363,6 +363,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mgrpo_ref.real.real_contrast_trace': ('real_model.html#real_contrast_trace', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.real_starts': ('real_model.html#real_starts', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.run_trace': ('real_model.html#run_trace', 'mgrpo_ref/real.py'),
+                                'mgrpo_ref.real.silent_groups': ('real_model.html#silent_groups', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.starts_table': ('real_model.html#starts_table', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.trace_table': ('real_model.html#trace_table', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.with_example': ('real_model.html#with_example', 'mgrpo_ref/real.py'),

@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['REAL_SAMPLING', 'REAL_ROLLOUT', 'REAL_ARMS', 'REAL_MODEL', 'ExampleChat', 'with_example', 'real_starts',
            'starts_table', 'episode_text', 'write_rows', 'mgrpo_real_starts', 'real_contrast_rows',
-           'real_contrast_table', 'run_trace', 'real_contrast_trace', 'trace_table', 'real_contrast_docs',
-           'mgrpo_real_contrast']
+           'real_contrast_table', 'silent_groups', 'run_trace', 'real_contrast_trace', 'trace_table',
+           'real_contrast_docs', 'mgrpo_real_contrast']
 
 # %% ../nbs/07b_real_model.ipynb #rm000005
 import csv, json, time
@@ -152,6 +152,17 @@ def real_contrast_table(rows: list[dict], base: str = 'mgrpo') -> str:
     return '\n'.join(lines)
 
 # %% ../nbs/07b_real_model.ipynb #rc000007
+def silent_groups(metrics: list[dict], arm: str, k: int, groups: int) -> dict:
+    "Over a run's training steps: its deciding agent's silent groups (all K rewards equal), and how many of them at least were all wrong and all right, from each step's counts alone (`groups` questions of `k` rollouts; a step with c right rollouts has at most c // k all-right groups)."
+    d, out = 'single' if arm == 'single' else 'main', {'silent': 0, 'silent_wrong': 0, 'silent_right': 0}
+    for m in metrics:
+        if m['step'] == 0 or f'{d}/zero_signal' not in m: continue
+        silent, right = round(m[f'{d}/zero_signal'] * groups), round(m[f'{d}/accuracy'] * k * groups)
+        out['silent'] += silent
+        out['silent_wrong'] += silent - min(silent, right // k)                     # those that cannot be all right
+        out['silent_right'] += silent - min(silent, (k * groups - right) // k)      # those that cannot be all wrong
+    return out
+
 def run_trace(metrics: list[dict], arm: str, head: int = 3) -> dict:
     "One run's training steps (`metrics`: its metrics.jsonl), the mean of the first `head` and of the last `head`: the deciding agent's training accuracy, zero-signal share, format-ok and budget cuts; the entropy of the trained model (and of the sub-agent); the sub-agent's zero-signal share; delegations per main rollout."
     d = 'single' if arm == 'single' else 'main'                         # the agent whose answer is scored
@@ -173,17 +184,21 @@ def real_contrast_trace(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2), head: 
         for s in seeds:
             run = Path(out) / a / f'seed{s}'
             if not (run / 'summary.json').exists(): continue
-            rows.append({'arm': a, 'seed': s, **run_trace([json.loads(l) for l in open(run / 'metrics.jsonl')], a, head)})
+            metrics, c = [json.loads(l) for l in open(run / 'metrics.jsonl')], json.loads((run / 'config.json').read_text())
+            rows.append({'arm': a, 'seed': s, **run_trace(metrics, a, head), **silent_groups(metrics, a, c['rollout']['k'], c['questions_per_step'])})
     return rows
 
 def trace_table(rows: list[dict]) -> str:
-    "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none)."
+    "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none); then, where the rows have them, the `silent_groups` counts summed over its runs."
     import pandas as pd
     df, names = pd.DataFrame(rows), ('accuracy', 'zero_signal', 'format_ok', 'cut', 'entropy', 'sub_entropy', 'sub_zero_signal', 'delegations')
     lines = ['| arm | runs | ' + ' | '.join(n.replace('_', ' ') for n in names) + ' |', '|---' * (len(names) + 2) + '|']
     for a, g in df.groupby('arm', sort=False):
         cell = lambda n: f"{g[n + '_first'].mean():.3f} → {g[n + '_last'].mean():.3f}" if n + '_first' in g and g[n + '_first'].notna().any() else '–'
         lines.append(f'| `{a}` | {len(g)} | ' + ' | '.join(cell(n) for n in names) + ' |')
+    if 'silent' in df:
+        lines += ['', '| arm | silent groups, all steps | of which all wrong, at least | all right, at least |', '|---|---|---|---|']
+        lines += [f"| `{a}` | {g['silent'].sum()} | {g['silent_wrong'].sum()} | {g['silent_right'].sum()} |" for a, g in df.groupby('arm', sort=False)]
     return '\n'.join(lines)
 
 def real_contrast_docs(out: str | Path, docs: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)) -> str:
