@@ -355,6 +355,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'mgrpo_ref.real': { 'mgrpo_ref.real.ExampleChat': ('real_model.html#examplechat', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.ExampleChat.prompt_ids': ('real_model.html#examplechat.prompt_ids', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.episode_text': ('real_model.html#episode_text', 'mgrpo_ref/real.py'),
+                                'mgrpo_ref.real.finished_runs': ('real_model.html#finished_runs', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.mgrpo_real_contrast': ('real_model.html#mgrpo_real_contrast', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.mgrpo_real_starts': ('real_model.html#mgrpo_real_starts', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.real_contrast_docs': ('real_model.html#real_contrast_docs', 'mgrpo_ref/real.py'),

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['REAL_SAMPLING', 'REAL_ROLLOUT', 'REAL_ARMS', 'REAL_MODEL', 'ExampleChat', 'with_example', 'real_starts',
-           'starts_table', 'episode_text', 'write_rows', 'mgrpo_real_starts', 'real_contrast_rows',
+           'starts_table', 'episode_text', 'write_rows', 'mgrpo_real_starts', 'finished_runs', 'real_contrast_rows',
            'real_contrast_table', 'silent_groups', 'run_trace', 'real_contrast_trace', 'trace_table',
            'real_contrast_docs', 'mgrpo_real_contrast']
 
@@ -121,18 +121,22 @@ def mgrpo_real_starts(
 REAL_ARMS = ('mgrpo', 'single', 'shared')
 REAL_MODEL = 'SmolLM2-135M-Instruct, rank-8 LoRA adapters'
 
-def real_contrast_rows(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)) -> list[dict]:
-    "One row per finished run under OUT/ARM/seedS: arm, model, warm start, seed, budget, held-out accuracy before and after (sampled and greedy), seconds."
-    rows = []
+def finished_runs(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)):
+    "(arm, seed, folder, config) of each finished run under OUT/ARM/seedS (one with a summary.json), arms first."
     for a in arms:
         for s in seeds:
             run = Path(out) / a / f'seed{s}'
-            if not (run / 'summary.json').exists(): continue
-            m, c = json.loads((run / 'summary.json').read_text()), json.loads((run / 'config.json').read_text())
-            rows.append({'arm': a, 'model': REAL_MODEL, 'warm start': 'shipped (mgrpo_ref/checkpoints/smollm2)', 'seed': s,
-                         'budget': f"{c['steps']} steps x {c['questions_per_step']} questions x {c['rollout']['k']} rollouts, {c['rollout']['max_context']} tokens",
-                         'before': m['eval_accuracy_before'], 'after': m['eval_accuracy_after'],
-                         'greedy_before': m['eval_greedy_before'], 'greedy_after': m['eval_greedy_after'], 'seconds': round(m['seconds'])})
+            if (run / 'summary.json').exists(): yield a, s, run, json.loads((run / 'config.json').read_text())
+
+def real_contrast_rows(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)) -> list[dict]:
+    "One row per finished run under OUT/ARM/seedS: arm, model, warm start, seed, budget, held-out accuracy before and after (sampled and greedy), seconds."
+    rows = []
+    for a, s, run, c in finished_runs(out, arms, seeds):
+        m = json.loads((run / 'summary.json').read_text())
+        rows.append({'arm': a, 'model': REAL_MODEL, 'warm start': 'shipped (mgrpo_ref/checkpoints/smollm2)', 'seed': s,
+                     'budget': f"{c['steps']} steps x {c['questions_per_step']} questions x {c['rollout']['k']} rollouts, {c['rollout']['max_context']} tokens",
+                     'before': m['eval_accuracy_before'], 'after': m['eval_accuracy_after'],
+                     'greedy_before': m['eval_greedy_before'], 'greedy_after': m['eval_greedy_after'], 'seconds': round(m['seconds'])})
     return rows
 
 def real_contrast_table(rows: list[dict], base: str = 'mgrpo') -> str:
@@ -180,12 +184,9 @@ def run_trace(metrics: list[dict], arm: str, head: int = 3) -> dict:
 def real_contrast_trace(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2), head: int = 3) -> list[dict]:
     "One row per finished run under OUT/ARM/seedS: arm, seed and its `run_trace`."
     rows = []
-    for a in arms:
-        for s in seeds:
-            run = Path(out) / a / f'seed{s}'
-            if not (run / 'summary.json').exists(): continue
-            metrics, c = [json.loads(l) for l in open(run / 'metrics.jsonl')], json.loads((run / 'config.json').read_text())
-            rows.append({'arm': a, 'seed': s, **run_trace(metrics, a, head), **silent_groups(metrics, a, c['rollout']['k'], c['questions_per_step'])})
+    for a, s, run, c in finished_runs(out, arms, seeds):
+        metrics = [json.loads(l) for l in open(run / 'metrics.jsonl')]
+        rows.append({'arm': a, 'seed': s, **run_trace(metrics, a, head), **silent_groups(metrics, a, c['rollout']['k'], c['questions_per_step'])})
     return rows
 
 def trace_table(rows: list[dict]) -> str:
