@@ -42,3 +42,14 @@ def test_real_contrast_docs_are_the_committed_runs(tmp_path):
     assert (ROOT / 'docs' / 'real_contrast.md').read_text() == text, 'rerun: mgrpo-real-contrast --tables --out results/real-contrast'
     for f in ('real_contrast.csv', 'real_contrast_trace.csv'):
         assert (ROOT / 'docs' / f).read_text() == (tmp_path / f).read_text(), f
+
+
+def test_real_contrast_drift_covers_the_committed_runs():
+    "docs/real_contrast_drift.csv (`mgrpo-real-contrast --drift`, from the runs' checkpoints) has each committed run's roles, but the demo's, which kept no checkpoint."
+    drift, runs = pd.read_csv(ROOT / 'docs' / 'real_contrast_drift.csv'), pd.read_csv(ROOT / 'docs' / 'real_contrast.csv')
+    measured, committed = set(zip(drift.arm, drift.seed)), set(zip(runs.arm, runs.seed))
+    assert measured <= committed, measured - committed
+    assert committed - measured <= {('mgrpo', 0)}, f'rerun mgrpo-real-contrast --drift --out runs/real-contrast for {committed - measured}'
+    roles = {'mgrpo': ['main', 'sub'], 'single': ['single'], 'shared': ['main', 'sub']}
+    for (a, s), g in drift.groupby(['arm', 'seed']): assert sorted(g.role) == roles[a], (a, s, list(g.role))
+    assert (drift[['kl_warm', 'kl_base_warm', 'kl_base']] >= 0).all().all() and (drift.tokens > 0).all()
