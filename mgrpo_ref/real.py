@@ -258,7 +258,8 @@ def real_contrast_drift(out: str | Path, warm: str | Path, world: World, arms=RE
         if not (ck / 'state.json').exists() or any(r['arm'] == a and int(r['seed']) == s for r in rows): continue
         if json.loads((ck / 'state.json').read_text())['step'] != c['steps']: raise ValueError(f"{ck} is not the last step's checkpoint ({c['steps']})")
         for f in [f for f in ADAPTER_ROLES if (ck / f).is_dir()]:
-            trained, w = Policy.load(ck / f), warms.setdefault(f, Policy.load(Path(warm) / f))
+            if f not in warms: warms[f] = Policy.load(Path(warm) / f)            # each warm adapter loaded once
+            trained, w = Policy.load(ck / f), warms[f]
             for role in ADAPTER_ROLES[f]:
                 d = policy_drift(trained, w, oracle_sequences(world, role, trained.chat, questions))
                 rows.append({'arm': a, 'seed': s, 'adapter': f, 'role': role, 'questions': questions, **{k: round(d[k], 5) for k in DRIFT_KEYS}})
