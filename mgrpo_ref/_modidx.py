@@ -356,6 +356,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mgrpo_ref.real.ExampleChat.prompt_ids': ('real_model.html#examplechat.prompt_ids', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.episode_text': ('real_model.html#episode_text', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.finished_runs': ('real_model.html#finished_runs', 'mgrpo_ref/real.py'),
+                                'mgrpo_ref.real.hop_rows': ('real_model.html#hop_rows', 'mgrpo_ref/real.py'),
+                                'mgrpo_ref.real.hop_table': ('real_model.html#hop_table', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.mgrpo_real_contrast': ('real_model.html#mgrpo_real_contrast', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.mgrpo_real_starts': ('real_model.html#mgrpo_real_starts', 'mgrpo_ref/real.py'),
                                 'mgrpo_ref.real.oracle_sequences': ('real_model.html#oracle_sequences', 'mgrpo_ref/real.py'),

@@ -6,8 +6,8 @@
 __all__ = ['REAL_SAMPLING', 'REAL_ROLLOUT', 'REAL_ARMS', 'REAL_MODEL', 'ADAPTER_ROLES', 'DRIFT_KEYS', 'ExampleChat',
            'with_example', 'real_starts', 'starts_table', 'episode_text', 'write_rows', 'mgrpo_real_starts',
            'finished_runs', 'real_contrast_rows', 'real_contrast_table', 'silent_groups', 'run_trace',
-           'real_contrast_trace', 'trace_table', 'real_contrast_docs', 'oracle_sequences', 'policy_drift',
-           'real_contrast_drift', 'mgrpo_real_contrast']
+           'real_contrast_trace', 'trace_table', 'hop_rows', 'hop_table', 'real_contrast_docs', 'oracle_sequences',
+           'policy_drift', 'real_contrast_drift', 'mgrpo_real_contrast']
 
 # %% ../nbs/07b_real_model.ipynb #rm000005
 import csv, json, time
@@ -203,14 +203,41 @@ def trace_table(rows: list[dict]) -> str:
         lines += [f"| `{a}` | {g['silent'].sum()} | {g['silent_wrong'].sum()} | {g['silent_right'].sum()} |" for a, g in df.groupby('arm', sort=False)]
     return '\n'.join(lines)
 
+def hop_rows(out: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)) -> list[dict]:
+    "One row per finished run under OUT/ARM/seedS (those with an eval_questions.jsonl) and question depth (hops): the held-out accuracy of those questions before and after training, sampled and greedy."
+    rows, depth = [], {}
+    for a, s, run, c in finished_runs(out, arms, seeds):
+        if not (run / 'eval_questions.jsonl').exists(): continue
+        ws = c['data']['world_seed']
+        if ws not in depth: depth[ws] = {q.qid: q.hops for q in build_world(WorldConfig(seed=ws)).questions['test']}
+        evals = [json.loads(l)['by_question'] for l in open(run / 'eval_questions.jsonl')]
+        first, last = evals[0], evals[-1]                                   # the evaluations before and after training
+        for h in sorted({depth[ws][q] for q in first}):
+            qs = [q for q in first if depth[ws][q] == h]
+            mean = lambda e, k: sum(e[q][k] for q in qs) / len(qs)
+            rows.append({'arm': a, 'seed': s, 'hops': h, 'questions': len(qs), 'before': mean(first, 'sampled'), 'after': mean(last, 'sampled'),
+                         'greedy_before': mean(first, 'greedy'), 'greedy_after': mean(last, 'greedy')})
+    return rows
+
+def hop_table(rows: list[dict]) -> str:
+    "Markdown: per arm and question depth, the mean over its runs of held-out accuracy before -> after, sampled and greedy."
+    import pandas as pd
+    lines = ['| arm | hops | runs | questions | sampled | greedy |', '|---|---|---|---|---|---|']
+    for (a, h), g in pd.DataFrame(rows).groupby(['arm', 'hops'], sort=False):
+        lines.append(f"| `{a}` | {h} | {len(g)} | {g.questions.iloc[0]} | {g.before.mean():.3f} → {g.after.mean():.3f} | {g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} |")
+    return '\n'.join(lines)
+
 def real_contrast_docs(out: str | Path, docs: str | Path, arms=REAL_ARMS, seeds=(0, 1, 2)) -> str:
-    "Write DOCS/real_contrast.csv (`real_contrast_rows`), real_contrast_trace.csv (`real_contrast_trace`) and real_contrast.md (both tables) from the finished runs under OUT; returns the markdown."
+    "Write DOCS/real_contrast.csv (`real_contrast_rows`), real_contrast_trace.csv (`real_contrast_trace`), real_contrast_hops.csv (`hop_rows`, where runs kept their evaluations by question) and real_contrast.md (the tables) from the finished runs under OUT; returns the markdown."
     rows = real_contrast_rows(out, arms, seeds)
     if not rows: raise FileNotFoundError(f"no finished run under {str(out)!r}")
     trace = real_contrast_trace(out, arms, seeds)
     text = real_contrast_table(rows) + '\n\nThe training steps, first three -> last three (`run_trace`):\n\n' + trace_table(trace) + '\n'
     Path(docs).mkdir(parents=True, exist_ok=True)
     write_rows(rows, Path(docs) / 'real_contrast.csv'); write_rows(trace, Path(docs) / 'real_contrast_trace.csv')
+    if hops := hop_rows(out, arms, seeds):
+        text += '\nHeld-out accuracy by question depth, before -> after (`hop_rows`; the runs that kept it):\n\n' + hop_table(hops) + '\n'
+        write_rows(hops, Path(docs) / 'real_contrast_hops.csv')
     (Path(docs) / 'real_contrast.md').write_text(text)
     return text
 

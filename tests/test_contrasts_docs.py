@@ -36,11 +36,11 @@ def test_the_readme_and_docs_show_the_table_of_the_committed_runs():
 
 
 def test_real_contrast_docs_are_the_committed_runs(tmp_path):
-    "docs/real_contrast.{md,csv} and real_contrast_trace.csv are what the committed real-model runs (results/real-contrast) give."
+    "docs/real_contrast.{md,csv}, real_contrast_trace.csv and real_contrast_hops.csv are what the committed real-model runs (results/real-contrast) give."
     from mgrpo_ref.real import real_contrast_docs
     text = real_contrast_docs(ROOT / 'results' / 'real-contrast', tmp_path)
     assert (ROOT / 'docs' / 'real_contrast.md').read_text() == text, 'rerun: mgrpo-real-contrast --tables --out results/real-contrast'
-    for f in ('real_contrast.csv', 'real_contrast_trace.csv'):
+    for f in ('real_contrast.csv', 'real_contrast_trace.csv', 'real_contrast_hops.csv'):
         assert (ROOT / 'docs' / f).read_text() == (tmp_path / f).read_text(), f
 
 
