@@ -79,6 +79,7 @@ class AccelConfig:
     main_device: str | None = None      # one process, co-located: the main (or single) agent's device, e.g. 'cuda:0'
     sub_device: str | None = None       # ... and the sub-agent's, e.g. 'cuda:1' (None: the process's device)
     shard: str = 'ddp'                  # over several processes: 'ddp' (each holds the whole agent and its AdamW state), 'fsdp' (FSDP2: weights, gradients and AdamW states sharded; a whole copy of the weights samples), 'none' (one process only)
+    fast_matmul: bool = False           # on a CPU, sampling and training take float32 products through oneDNN where it keeps them float32 (05b_sampling)
 
     def __post_init__(self):
         if self.mixed_precision not in ('no', 'bf16'): raise ValueError(f"AccelConfig.mixed_precision must be 'no' or 'bf16', got {self.mixed_precision!r}")

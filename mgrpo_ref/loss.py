@@ -23,6 +23,8 @@ class LossConfig:
     aggregation: str = 'seq-mean-token-mean'  # or 'token-mean': how token terms are averaged over the batch
     micro_batch: int = 16                     # trajectories per forward/backward pass (does not change the gradient)
     head_chunk: int = HEAD_CHUNK              # positions per LM-head call: (head_chunk, V) is the largest tensor of the pass
+    skip_zero_advantage: bool = True         # rows with Â = 0 add exactly 0 to loss and gradient (beta_kl = 0): not run (14_learner)
+    share_prefix: bool = True                # tokens every row starts with (the system prompt) run once per pass (14_learner)
 
     def __post_init__(self):
         if not 0 <= self.eps_low < 1: raise ValueError(f"LossConfig.eps_low must be in [0, 1), got {self.eps_low}")
@@ -67,6 +69,7 @@ class LossInfo:
     entropy_sum: float = 0.0        # sum over tokens of the current policy's entropy; 0 if not given
     ratio_min: float = math.inf     # smallest rho over loss tokens
     ratio_max: float = -math.inf    # largest rho over loss tokens
+    silent_tokens: int = 0          # loss tokens of trajectories with Â = 0 left out of the pass (skip_zero_advantage): in sequences and tokens only
 
     def __add__(self, o: 'LossInfo') -> 'LossInfo':
         out = {f.name: getattr(self, f.name) + getattr(o, f.name) for f in fields(self)}
@@ -74,12 +77,12 @@ class LossInfo:
         return LossInfo(**out)
 
     def as_dict(self) -> dict[str, float]:
-        "The metrics a trainer logs."
-        n = max(self.tokens, 1)
+        "The metrics a trainer logs (the per-token means over the tokens that ran)."
+        n = max(self.tokens - self.silent_tokens, 1)
         return {'loss': self.loss, 'sequences': self.sequences, 'tokens': self.tokens,
                 'clip_low': self.clipped_low / n, 'clip_high': self.clipped_high / n,
                 'approx_kl': self.kl_behaviour_sum / n, 'kl_ref': self.kl_ref_sum / n, 'entropy': self.entropy_sum / n,
-                'ratio_min': self.ratio_min, 'ratio_max': self.ratio_max}
+                'ratio_min': self.ratio_min, 'ratio_max': self.ratio_max, 'silent_tokens': self.silent_tokens}
 
 def _k3(log_q: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
     "k3 estimate of KL(p || q) from samples of p: e^(log q - log p) - (log q - log p) - 1 >= 0."

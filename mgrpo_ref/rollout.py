@@ -61,6 +61,7 @@ class RolloutConfig:
     max_turns_single: int = 12                   # single agent turn cap
     max_context: int = 1024                      # tokens an episode may grow to (prompt + turns + observations)
     reuse_cache: bool = True                     # keep each episode's KV cache between its turns (prefill only what is new; held while tools run)
+    share_prefix: bool = True                    # prefill tokens that episodes share (their system prompt, a question's K prompts) once
     max_rows: int | None = None                  # episodes sampled at once (None: all of a call's); more run group after group, with the same samples
 
     def __post_init__(self):
@@ -115,7 +116,8 @@ def _sample_round(policy: Policy, eps: list[_Episode], cfg: RolloutConfig, seed:
     if not ready: return []
     t0 = time.perf_counter()
     samples = policy.sample([e.t.input_ids for e in ready], sampling,
-                            [turn_seed(seed, e.t.key, len(e.t.turns)) for e in ready], role, cache, [e.t.key for e in ready])
+                            [turn_seed(seed, e.t.key, len(e.t.turns)) for e in ready], role, cache, [e.t.key for e in ready],
+                            cfg.share_prefix)
     stats['gen_seconds'] += time.perf_counter() - t0
     stats['gen_tokens'] += sum(len(s.token_ids) for s in samples); stats['gen_calls'] += 1
     out = []

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .oracle import Episode, OracleNoise, OracleSetup, solve
 from .models import MATCHED, ChatFormat, TinyModelConfig
 from .adapters import AdapterConfig, add_adapters, store_16bit
-from .policy import Policy, SamplingConfig, tiny_policy, token_logprobs, trainable_parameters
+from .policy import Policy, SamplingConfig, fast_matmul, tiny_policy, token_logprobs, trainable_parameters, fast_matmuls
 from .rollout import InProcessSubAgent, RolloutConfig, rollout_mgrpo, rollout_single, summarize
 from .tools import Toolbox
 from .world import World, WorldConfig, build_world
@@ -56,6 +56,7 @@ class WarmStartConfig:
     base: str | None = None                # None: fresh tiny policies; else LoRA adapters on this model (a name in BASES, e.g. 'smollm2', a folder or a hub id)
     adapters: AdapterConfig = field(default_factory=AdapterConfig)   # the adapters' size, where `base` is set
     seed: int = 0                          # seed of the demonstrations, the models and the SFT batches
+    fast_matmul: bool = False              # on a CPU, float32 products through oneDNN where it keeps them float32 (05b_sampling)
 
     def __post_init__(self):
         for f in ('samples_per_question', 'batch_size'):
@@ -107,14 +108,16 @@ def sft(policy: Policy, data: list[tuple[list[int], list[int]]], steps: int, cfg
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     rng, order, losses = random.Random(seed), [], []
     policy.model.train()
+    if cfg.fast_matmul: fast_matmul(True)
     for _ in tqdm(range(steps), desc=desc, leave=False, disable=None):
         if len(order) < cfg.batch_size: order += rng.sample(range(len(data)), len(data))   # epochs, reshuffled
         batch, order = [data[i] for i in order[:cfg.batch_size]], order[cfg.batch_size:]
         n, mb, loss = max(1, sum(sum(m[1:]) for _, m in batch)), cfg.micro_batch or len(batch), 0.0   # the batch's predicted tokens
         opt.zero_grad()
         for i in range(0, len(batch), mb):                                        # micro-batches: the same gradient, less memory
-            part = sft_loss(policy.model, batch[i:i + mb], policy.pad_id, tokens=n)
-            part.backward(); loss += part.item()
+            with fast_matmuls(policy.model):
+                part = sft_loss(policy.model, batch[i:i + mb], policy.pad_id, tokens=n)
+                part.backward(); loss += part.item()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip); opt.step()
         losses.append(loss)
     policy.model.eval()

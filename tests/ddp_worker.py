@@ -26,8 +26,11 @@ out, start = Path(sys.argv[1]), sys.argv[2]
 overrides = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
 resume = len(sys.argv) > 4 and sys.argv[4] == 'resume'
 torch.set_num_threads(1)
+# the passes of several processes on one as well (AgentTrainer turns skip_zero_advantage and share_prefix off for them:
+# every process must run as many passes as the others), so that one process and two sum the same terms
 base = {'steps': 2, 'questions_per_step': 4, 'eval_every': 0, 'eval_questions': 4, 'eval_samples': 2,
-        'rollout': {'k': 4, 'max_turns_main': 3, 'max_turns_sub': 3}, 'accel': {'cpu': True}}
+        'rollout': {'k': 4, 'max_turns_main': 3, 'max_turns_sub': 3}, 'accel': {'cpu': True},
+        'loss': {'skip_zero_advantage': False, 'share_prefix': False}}
 cfg = TrainConfig.from_dict(deep_merge(base, overrides))
 acc = make_accelerator(cfg.accel)
 trainer = Trainer(build_world(seed=0), cfg, load_policies(start, cfg.roles), out=out, accelerator=acc, resume=resume)

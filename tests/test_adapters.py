@@ -5,10 +5,11 @@ import pytest
 import torch
 
 from mgrpo_ref.adapters import AdapterConfig, add_adapters
-from mgrpo_ref.config import ModelConfig, OptimConfig, TrainConfig
+from mgrpo_ref.config import AccelConfig, ModelConfig, OptimConfig, TrainConfig
 from mgrpo_ref.learner import AgentTrainer
 from mgrpo_ref.loss import LossConfig
 from mgrpo_ref.policy import Policy, trainable_parameters
+from mgrpo_ref.sampling import fast_matmul, onednn_keeps_float32
 from mgrpo_ref.rollout import InProcessSubAgent, RolloutConfig, rollout_mgrpo
 from mgrpo_ref.tools import Toolbox
 from mgrpo_ref.trainer import Trainer, starting_policies
@@ -67,10 +68,20 @@ def test_an_update_moves_only_the_adapters(batch):
     assert len(state) == len(before) < len(list(mine.model.parameters()))
 
 
-def test_a_lora_run_checkpoints_its_adapters_and_resumes_bitwise(world, tmp_path):
-    "models.lora puts adapters on the starting models; the checkpoint holds the adapters and their optimizer state, and a stopped run resumed ends bitwise where the uninterrupted one does."
+@pytest.fixture()
+def matmul_restored():
+    "A test that turns fast_matmul on leaves it off for the tests after it."
+    yield
+    fast_matmul(False)
+
+
+@pytest.mark.parametrize('fast', [False, pytest.param(True, marks=pytest.mark.skipif(not onednn_keeps_float32(), reason="this CPU's oneDNN would round float32 products"))])
+def test_a_lora_run_checkpoints_its_adapters_and_resumes_bitwise(world, tmp_path, fast, matmul_restored):
+    """models.lora puts adapters on the starting models; the checkpoint holds the adapters and their optimizer state, and a
+    stopped run resumed ends bitwise where the uninterrupted one does: sampling from merged weights (remade from the loaded
+    adapters after a resume), with float32 products through oneDNN as configs/smollm2-cpu.json runs (fast) and without."""
     cfg = TrainConfig(steps=2, questions_per_step=2, rollout=RolloutConfig(k=2), eval_every=0, eval_questions=2, eval_samples=1,
-                      checkpoint_every=1, models=ModelConfig(lora=AdapterConfig(r=4)))
+                      checkpoint_every=1, models=ModelConfig(lora=AdapterConfig(r=4)), accel=AccelConfig(fast_matmul=fast))
     start = lambda: starting_policies(cfg, shipped_warmstart())
     full = Trainer(world, cfg, start(), out=tmp_path / 'full')
     assert all(p.adapted for p in full.policies.values())

@@ -9,6 +9,11 @@ import pytest
 import torch
 
 WORKER = Path(__file__).parent / 'ddp_worker.py'
+# Two processes sum each gradient in another order than one, and Adam's first steps divide a gradient by its own size, so
+# a weight whose gradient is near 0 can move by a share of lr = 3e-4 on rounding alone: 1.1e-5 apart at most on this
+# project's AMD EPYC machine (the sub-agent; at this test's commit before the speed work as well), 1e-5 on an earlier one.
+# A tenth of lr is far below what a wrong gradient (a missing shard, a doubled one) moves a weight.
+ROUNDING = 3e-5
 
 
 @pytest.fixture(scope='module')
@@ -41,7 +46,7 @@ def test_two_processes_train_like_one(tmp_path, start, one_process):
     assert two['versions'] == one['versions'] and min(two['versions'].values()) >= 1, (two['versions'], one['versions'])
     p2, p1 = torch.load(tmp_path / 'two' / 'params.pt'), torch.load(one_process / 'params.pt')
     for r in ('main', 'sub'):                     # the same rollouts (seeded per question), the same whole-batch gradient
-        assert (p2[r] - p1[r]).abs().max() < 1e-5, (r, float((p2[r] - p1[r]).abs().max()))
+        assert (p2[r] - p1[r]).abs().max() < ROUNDING, (r, float((p2[r] - p1[r]).abs().max()))
     m2 = [json.loads(l) for l in (tmp_path / 'two' / 'metrics.jsonl').read_text().splitlines()]
     m1 = [json.loads(l) for l in (one_process / 'metrics.jsonl').read_text().splitlines()]
     for a, b in zip(m2[1:], m1[1:]):
@@ -72,7 +77,7 @@ def test_fsdp_on_two_processes_trains_like_one(fsdp_run, one_process):
     assert two['versions'] == single['versions'] and min(two['versions'].values()) >= 1
     p2, p1 = torch.load(fsdp_run / 'params.pt'), torch.load(one_process / 'params.pt')
     for r in ('main', 'sub'):
-        assert (p2[r] - p1[r]).abs().max() < 1e-5, (r, float((p2[r] - p1[r]).abs().max()))
+        assert (p2[r] - p1[r]).abs().max() < ROUNDING, (r, float((p2[r] - p1[r]).abs().max()))
         saved = AutoModelForCausalLM.from_pretrained(fsdp_run / 'checkpoint' / r)      # a plain Hugging Face folder
         assert torch.equal(torch.cat([p.detach().flatten() for p in saved.parameters()]), p2[r])
 

@@ -144,6 +144,7 @@ def test_first_pass_is_reinforce(policy, rollout_batch, agg):
     g_loss = grads(policy.model)
     assert info.clipped_low == info.clipped_high == 0 and abs(info.ratio_max - 1) < 1e-4 and abs(info.ratio_min - 1) < 1e-4
     assert info.tokens == sum(t.n_generated for t in trajs)
+    assert info.silent_tokens == sum(t.n_generated for t, a in zip(trajs, batch.advantages) if a == 0)   # counted, not run
     policy.model.zero_grad()
     logp = token_logprobs(policy.model, batch.input_ids, batch.attention_mask)         # (N, L)
     m, A = batch.loss_mask, batch.advantages[:, None]

@@ -30,10 +30,11 @@ def trainer_config(c: mm.Config, one_pass: bool = True) -> TrainConfig:
         'align_mode': 'fill_from_query', 'sub_groups': 'question', 'num_iterations': c.num_iterations, 'seed': c.seed,
         'reward': {'alpha_fmt': c.alpha_fmt, 'alpha_acc': c.alpha_acc, 'beta_fmt': c.beta_fmt, 'beta_out': c.beta_out,
                    'beta_exp': c.beta_exp, 'match': 'em'},
-        # micro_batch and head_chunk change only the order of float sums: large enough that each agent's batch is one
-        # forward pass and one LM-head call, as in the minimal file, the sums are the same sums and the bits the same bits
+        # micro_batch, head_chunk, share_prefix and skip_zero_advantage change only the order of float sums: with each
+        # agent's whole batch as one forward pass and one LM-head call, as in the minimal file, the sums are the same sums
+        # and the bits the same bits
         'loss': {'eps_low': c.eps_low, 'eps_high': c.eps_high, 'beta_kl': 0.0, 'aggregation': 'seq-mean-token-mean',
-                 **({'micro_batch': 1024, 'head_chunk': 1 << 20} if one_pass else {})},
+                 **({'micro_batch': 1024, 'head_chunk': 1 << 20, 'share_prefix': False, 'skip_zero_advantage': False} if one_pass else {})},
         'main_optim': optim, 'sub_optim': optim, 'eval_every': 0, 'checkpoint_every': 0})
 
 
@@ -89,16 +90,18 @@ def test_a_changed_clip_breaks_the_equality(trainer_run, one_thread, change):
 
 
 def test_with_the_packages_own_chunks_the_weights_agree_to_rounding(one_thread, world):
-    """With LossConfig's default micro_batch (16 trajectories) and head_chunk (256 positions), the package splits a batch
-    of K = 4 into several passes, which sum the same terms in another order: the sub-agent's weights came out 3e-8 apart
-    at most after 3 steps (not bitwise), where Adam moves a weight by up to about lr = 3e-4 a pass."""
+    """With LossConfig's defaults (micro-batches of 16 trajectories, the LM head 256 positions at a time, the shared prefix
+    run once, rows with Â = 0 left out), the package sums the same terms in another order: the weights come out apart by
+    float rounding only (not bitwise). Adam divides each gradient by its own running size, so a weight whose gradient is
+    near 0 moves by a share of lr = 3e-4 on rounding alone: 7.7e-6 apart at most after 3 steps here (3e-8 with the
+    micro-batches alone, which keep every row's pass whole). The bound is a tenth of lr."""
     c = replace(CFG, k=4)
     policies = load_policies(shipped_warmstart(), ('main', 'sub'))
     trainer = Trainer(world, trainer_config(c, one_pass=False), policies)
     for s in range(c.steps): trainer.step(s)
     got, _ = minimal_run(c)
     for role in ('main', 'sub'):
-        assert largest_difference(got[role], policies[role].model.state_dict()) < 1e-6, role
+        assert largest_difference(got[role], policies[role].model.state_dict()) < 3e-5, role
 
 
 def test_the_script_runs_from_the_command_line():

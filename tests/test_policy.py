@@ -39,7 +39,7 @@ def test_behaviour_logprobs_equal_recomputed(policy, world, seed, temperature, n
                                              (0.5, [0.4 / 0.7, 0.3 / 0.7, 0.0, 0.0])])
 def test_draw_matches_the_distribution(top_p, expected):
     "The inverse-CDF draw with per-row generators reproduces known probabilities (and the top-p nucleus)."
-    from mgrpo_ref.policy import _draw
+    from mgrpo_ref.sampling import _draw
     n = 20_000
     logp = torch.tensor([[0.1, 0.4, 0.2, 0.3]]).log().repeat(n, 1)            # (n, V), token order shuffled
     toks = _draw(logp, top_p, [torch.Generator().manual_seed(i) for i in range(n)])

@@ -171,8 +171,8 @@ def test_kl_to_reference_is_real(world, warm):
     trainer = Trainer(world, small_cfg(mode='frozen_main'), warm)
     trainer.sub.run([SubRequest((0, 'q', k, 0), 'Who founded Plibrox Labs?') for k in range(2)])
     subs, adv = trainer.sub.agent.pop(), torch.tensor([1.0, -1.0])
-    m1 = tr.update(subs, adv)                                      # the policy is its reference: k3 = 0 exactly
-    assert m1['skipped'] is None and m1['kl_ref'] == 0.0
+    m1 = tr.update(subs, adv)                                      # the policy is its reference: k3 = 0 up to float rounding
+    assert m1['skipped'] is None and 0 <= m1['kl_ref'] < 1e-10     # (the update runs the shared prefix once, the reference each row whole)
     after1 = copy.deepcopy(pol.model)
     m2 = tr.update(subs, adv)                                      # measured before the second step: after1 against start
     assert m2['kl_ref'] > 0 and m2['kl_ref'] == pytest.approx(_naive_k3_to_reference(after1, start, subs), rel=1e-4)

@@ -24,7 +24,7 @@ class Replay:
 
     def decode(self, ids): return self.inner.decode(ids)
 
-    def sample(self, prompts, cfg, seeds, role, cache=None, keys=None):   # replays whole turns: no KV cache to keep
+    def sample(self, prompts, cfg, seeds, role, cache=None, keys=None, share_prefix=True):   # replays whole turns: no KV cache to keep
         ids = self.tokenizer(self.turns.pop(0), add_special_tokens=False).input_ids
         return [Sample(ids, [0.0] * len(ids), 'stop')]
 
