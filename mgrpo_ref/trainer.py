@@ -232,7 +232,7 @@ class Trainer:
         if not self.task.test: return {}
         sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
         shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions,
-                                              seed=c.seed + 10**6, sub_client=sub, shard=(self.rank, self.processes)))
+                                              seed=c.seed + 10**6 if c.eval_seed is None else c.eval_seed, sub_client=sub, shard=(self.rank, self.processes)))
         self._append('eval_questions.jsonl', {'step': done, 'by_question': {q: r for s in shares for q, r in s.pop('by_question').items()}})
         n = sum(s['questions'] for s in shares)
         return {k: sum(s[k] * s['questions'] for s in shares) / max(n, 1) if k != 'questions' else n for k in shares[0]}
@@ -246,7 +246,7 @@ class Trainer:
     def fit(self, progress: bool = True) -> dict:
         "Train for `cfg.steps` steps (from the resumed step); returns the summary. Once `stop` is set, end after the step in progress, with a checkpoint."
         c, t0 = self.cfg, time.perf_counter()
-        if self.start == 0: self._log({'step': 0, **prefixed('eval', self.evaluate())})
+        if self.start == 0 and c.eval_before: self._log({'step': 0, **prefixed('eval', self.evaluate())})
         done = saved = self.start
         for s in tqdm(range(self.start, c.steps), desc=f'{c.mode} seed {c.seed}', initial=self.start, total=c.steps,
                       disable=not progress or not self.is_main):
@@ -302,11 +302,10 @@ class Trainer:
 
     def _summary(self, seconds: float) -> dict:
         evals = [m for m in self.history if 'eval/sampled' in m]
+        first, last = (evals[0] if evals and evals[0]['step'] == 0 else {}), (evals[-1] if evals else {})   # no 'before' without eval_before
         s = {'mode': self.cfg.mode, 'seed': self.cfg.seed, 'steps': self.cfg.steps, 'seconds': seconds,
-             'eval_accuracy_before': evals[0]['eval/sampled'] if evals else None,
-             'eval_accuracy_after': evals[-1]['eval/sampled'] if evals else None,
-             'eval_greedy_before': evals[0]['eval/greedy'] if evals else None,
-             'eval_greedy_after': evals[-1]['eval/greedy'] if evals else None,
+             'eval_accuracy_before': first.get('eval/sampled'), 'eval_accuracy_after': last.get('eval/sampled'),
+             'eval_greedy_before': first.get('eval/greedy'), 'eval_greedy_after': last.get('eval/greedy'),
              'skipped_updates': {r: dict(t.skipped) for r, t in self.trainers.items()},
              'processes': self.processes, 'machine': machine()}
         if self.out is not None and self.is_main:

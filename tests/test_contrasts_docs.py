@@ -1,4 +1,5 @@
 "The committed contrast results (docs/contrasts.*, results/contrasts; docs/real_contrast.*, results/real-contrast) and the README's table agree: what a reader sees is what the runs say."
+import pytest
 from pathlib import Path
 
 import pandas as pd
@@ -36,20 +37,18 @@ def test_the_readme_and_docs_show_the_table_of_the_committed_runs():
 
 
 def test_real_contrast_docs_are_the_committed_runs(tmp_path):
-    "docs/real_contrast.{md,csv}, real_contrast_trace.csv and real_contrast_hops.csv are what the committed real-model runs (results/real-contrast) give."
-    from mgrpo_ref.real import real_contrast_docs
-    text = real_contrast_docs(ROOT / 'results' / 'real-contrast', tmp_path)
+    "docs/real_contrast.{md,csv}, real_contrast_trace.csv and real_contrast_hops.csv are what the committed runs of the real grid (results/real-contrast) give."
+    from mgrpo_ref.real_contrast import REAL_ARMS, grid_rows, real_contrast_docs, spread_rows
+    res = ROOT / 'results' / 'real-contrast'
+    if not grid_rows(res): pytest.skip('no run of the real grid is committed yet')
+    text = real_contrast_docs(res, tmp_path, spread=spread_rows(res, (0, 1, 2), REAL_ARMS, (1, 2)))
     assert (ROOT / 'docs' / 'real_contrast.md').read_text() == text, 'rerun: mgrpo-real-contrast --tables --out results/real-contrast'
     for f in ('real_contrast.csv', 'real_contrast_trace.csv', 'real_contrast_hops.csv'):
         assert (ROOT / 'docs' / f).read_text() == (tmp_path / f).read_text(), f
 
 
-def test_real_contrast_drift_covers_the_committed_runs():
-    "docs/real_contrast_drift.csv (`mgrpo-real-contrast --drift`, from the runs' checkpoints) has each committed run's roles, but the demo's, which kept no checkpoint."
-    drift, runs = pd.read_csv(ROOT / 'docs' / 'real_contrast_drift.csv'), pd.read_csv(ROOT / 'docs' / 'real_contrast.csv')
-    measured, committed = set(zip(drift.arm, drift.seed)), set(zip(runs.arm, runs.seed))
-    assert measured <= committed, measured - committed
-    assert committed - measured <= {('mgrpo', 0)}, f'rerun mgrpo-real-contrast --drift --out runs/real-contrast for {committed - measured}'
-    roles = {'mgrpo': ['main', 'sub'], 'single': ['single'], 'shared': ['main', 'sub']}
-    for (a, s), g in drift.groupby(['arm', 'seed']): assert sorted(g.role) == roles[a], (a, s, list(g.role))
-    assert (drift[['kl_warm', 'kl_base_warm', 'kl_base']] >= 0).all().all() and (drift.tokens > 0).all()
+def test_the_first_real_contrast_is_kept_as_it_was():
+    "The one-warm-start contrast (results/real-contrast-1ws) and its tables (docs/previous/real_contrast_1ws*) stay together: nine runs, each table's rows those runs."
+    runs = pd.read_csv(ROOT / 'docs' / 'previous' / 'real_contrast_1ws.csv')
+    archived = {(p.parent.parent.name, int(p.parent.name[4:])) for p in (ROOT / 'results' / 'real-contrast-1ws').glob('*/seed*/summary.json')}
+    assert set(zip(runs.arm, runs.seed)) == archived and len(archived) == 9
