@@ -67,17 +67,19 @@ def evaluate_start(folder: str | Path, start: str, cfg: TrainConfig, path: str |
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000013
 def grid_jobs(out: str | Path, config, warmstarts, arms, seeds, results: str | Path = 'results/real-contrast') -> tuple[list, list]:
-    "The evaluations before training and the runs of the grid, as (function, arguments) jobs: the first for every start the arms need."
+    """The evaluations before training and the runs of the grid, as (function, arguments) jobs: the first for every start the
+    arms need; the runs seed by seed, so that a grid stopped part way holds whole seeds (every arm at every warm start)."""
     befores, runs = [], []
     for w in warmstarts:
         folder, base = warm_start_path(w, results), Path(out) / f'ws{w}'
         for start in dict.fromkeys(START[a] for a in arms):
             cfg = run_config(config, next(a for a in arms if START[a] == start), 0)
             befores.append((evaluate_start, (str(folder), start, cfg, str(base / 'before' / f"{start.replace(' ', '_')}.json"))))
-        for a in arms:
-            for s in seeds:
+    for s in seeds:
+        for w in warmstarts:
+            for a in arms:
                 c = run_config(config, a, s)
-                runs.append((run_one, ({'seed': c.data.world_seed}, _plain(c), str(folder), str(base / a / f'seed{s}'), ARMS[a].folders, 1)))
+                runs.append((run_one, ({'seed': c.data.world_seed}, _plain(c), str(warm_start_path(w, results)), str(Path(out) / f'ws{w}' / a / f'seed{s}'), ARMS[a].folders, 1)))
     return befores, runs
 
 def _call(job):

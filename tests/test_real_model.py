@@ -2,6 +2,7 @@
 tiny models: a real byte-level BPE tokenizer, its chat template and stop strings that end inside merged tokens, and
 token-in/token-out over episodes of three turns and more, sampled by the shipped real warm start (LoRA adapters)."""
 import hashlib, importlib.util, json
+from pathlib import Path
 
 import pytest
 import torch
@@ -92,10 +93,14 @@ def test_real_episodes_are_token_in_token_out(world):
         assert gap < 1e-4, (t.key, gap)                          # 30 layers of float32 summed in other orders
 
 
+ROOT = Path(__file__).resolve().parents[1]
+REAL_WARM_STARTS = [real_warmstart(), *sorted((ROOT / 'results' / 'real-contrast').glob('ws*/warmstart'))]   # the real contrast's draws
+
+
 @pytest.mark.skipif(real_warmstart() is None, reason='no shipped real warm start')
-def test_shipped_real_adapters_hash():
-    "The shipped adapters are the files their warmstart.json was written with (sha256), and adapters only: no base weights."
-    folder = real_warmstart()
+@pytest.mark.parametrize('folder', REAL_WARM_STARTS, ids=lambda f: 'shipped' if f == real_warmstart() else f.parent.name)
+def test_real_adapters_hash(folder):
+    "Each real warm start's adapters (the shipped one, and the real contrast's others) are the files their warmstart.json was written with (sha256), and adapters only: no base weights."
     meta = json.loads((folder / 'warmstart.json').read_text())
     for role, digest in meta['sha256'].items():
         f = folder / role / 'adapter_model.safetensors'
