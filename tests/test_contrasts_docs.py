@@ -30,10 +30,18 @@ def test_a_row_from_a_smaller_budget_is_a_run_that_never_met_it():
         assert f'budget{r.run_budget}/ws{r.warmstart}/{r.arm}/seed{r.seed}' in archived, r
 
 
-def test_the_readme_and_docs_show_the_table_of_the_committed_runs():
-    table = glance_table(RUNS)
-    assert table in (ROOT / 'docs' / 'contrasts.md').read_text()
-    assert table in (ROOT / 'README.md').read_text(), 'README.md: paste the table `glance_table(docs/contrasts.csv)` prints'
+def test_the_readme_quotes_the_docs_table_of_the_committed_runs():
+    "docs/contrasts.md holds the table of the committed runs, and every paired difference the README quotes from it is a cell of that table."
+    import re
+    table, docs = glance_table(RUNS), (ROOT / 'docs' / 'contrasts.md').read_text()
+    assert table in docs
+    readme = (ROOT / 'README.md').read_text()
+    section = readme.split('## What it finds at toy scale', 1)[1].split('\n## ', 1)[0]
+    quoted = re.findall(r'([+−-]\d\.\d{3}) \[([+−-]\d\.\d{3}), ([+−-]\d\.\d{3})\]', section)
+    assert len(quoted) >= 3, section
+    for mean, low, high in quoted:
+        cell = f"{mean} [{low}, {high}]".replace('−', '-')
+        assert cell in table, f'README.md quotes {cell}, which is not a cell of docs/contrasts.md'
 
 
 def test_real_contrast_docs_are_the_committed_runs(tmp_path):

@@ -168,7 +168,7 @@ def test_cli_wrong_password_fails_at_start_and_no_process_is_left(start, tmp_pat
 
 
 def test_the_two_server_commands_train_together(start, tmp_path):
-    "The README's two-machine commands, here on one machine against a private Redis."
+    "The two-machine commands of docs/guide/decoupled.md, here on one machine against a private Redis."
     bin_, small = Path(sys.executable).parent, ['--steps', '2', '--threads', '1', '--run', 'r1',
                                                 '--set', 'questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1,report_to=tensorboard']
     with LocalRedis(tmp_path / 'redis', password='pw') as redis:
