@@ -43,7 +43,7 @@ def test_a_stop_string_that_ends_inside_a_merged_token(smol):
     assert smol.stops('sub') == ({tok.eos_token_id}, ['</search>', '</visit>', '</result>'])   # no tag is one token of this BPE
 
 
-def trajectories(folder, world, n: int = 4):
+def trajectories(folder, world, n: int = 2):
     """Greedy episodes of the real warm start on `n` training questions: the main agent with its sub-agent, and the single
     agent where it has one; sampled as configs/smollm2-cpu.json samples (merged adapters, shared prompt tokens, the turn
     cache, float32 products through oneDNN where this CPU keeps them float32)."""
