@@ -50,3 +50,21 @@ def redis_server(tmp_path):
     from mgrpo_ref.store import LocalRedis
     with LocalRedis(tmp_path / 'redis') as server:
         yield server
+
+
+@pytest.fixture()
+def fails_in_process():
+    """`(command, args) -> message`: the message of the SystemExit that `command` (a console script's function) raises on
+    the command line `args`, parsed as its script parses them, run from the repository root without a new interpreter."""
+    import inspect
+    from pathlib import Path
+    from fastcore.script import anno_parser
+    def fails(command, args: list[str]) -> str:
+        params = inspect.signature(command.__wrapped__).parameters
+        kw = {k: v for k, v in vars(anno_parser(command.__wrapped__).parse_args(args)).items() if k in params}   # not fastcore's own --pdb, --xtra
+        cwd = os.getcwd(); os.chdir(Path(__file__).parents[1])
+        try:
+            with pytest.raises(SystemExit) as e: command(**kw)
+        finally: os.chdir(cwd)
+        return str(e.value.code)
+    return fails

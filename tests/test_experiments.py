@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mgrpo_ref.experiments import collect
+from mgrpo_ref.experiments import collect, mgrpo_experiment
 from mgrpo_ref.warmstart import save_policies
 
 EXE = shutil.which('mgrpo-experiment') or str(Path(sys.executable).parent / 'mgrpo-experiment')
@@ -20,7 +20,7 @@ def run(*args):
     return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=900)
 
 
-def test_bad_input_fails_before_any_work(tmp_path):
+def test_bad_input_fails_before_any_work(tmp_path, fails_in_process):
     cases = [(['--arms', 'mgrpo,ppo'], "unknown arms ['ppo']; the arms are ['mgrpo', 'mgrpo_outcome', 'mgrpo_per_rollout'"),
              (['--arms', ','], 'unknown arms (none given)'),
              (['--set', 'sub_groups=step'], "TrainConfig.sub_groups must be one of ('question', 'rollout'), got 'step'"),
@@ -31,10 +31,12 @@ def test_bad_input_fails_before_any_work(tmp_path):
              (['--set', 'd_max=0'], 'TrainConfig.d_max must be an integer >= 1, got 0'),
              (['--workers', '0'], 'ExperimentConfig.workers must be >= 1, got 0'),
              (['--checkpoint', str(tmp_path / 'nope')], 'is not a folder')]
-    for args, msg in cases:
+    for i, (args, msg) in enumerate(cases):
         out = tmp_path / 'exp'
-        r = run(*args, '--out', str(out), '--quiet')
-        assert r.returncode != 0 and msg in r.stderr, (args, r.stderr[-500:])
+        if i < 2:                                         # as a user runs it: the console script's exit status and stderr
+            r = run(*args, '--out', str(out), '--quiet')
+            assert r.returncode != 0 and msg in r.stderr, (args, r.stderr[-500:])
+        else: assert msg in fails_in_process(mgrpo_experiment, [*args, '--out', str(out), '--quiet']), args   # the same parser and function, in this process
         assert not out.exists(), args                     # failed before the warm start wrote anything
 
 

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mgrpo_ref.cli import mgrpo_train
+
 EXE = shutil.which('mgrpo-train') or str(Path(sys.executable).parent / 'mgrpo-train')
 ROOT = Path(__file__).parent.parent
 TINY = 'questions_per_step=2,rollout.k=2,rollout.max_turns_main=3,rollout.max_turns_sub=3,eval_questions=2,eval_samples=1,checkpoint_every=1'
@@ -14,7 +16,7 @@ def run(*args, exe=(EXE,)):
     return subprocess.run([*exe, *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
 
 
-def test_bad_input_fails_before_any_work(tmp_path):
+def test_bad_input_fails_before_any_work(tmp_path, fails_in_process):
     (tmp_path / 'bad.json').write_text(json.dumps({'rollout': {'k': 'eight'}}))
     cases = [(['--config', str(tmp_path / 'bad.json')], "TrainConfig.rollout.k must be int, got 'eight'"),
              (['--set', 'main_optim.lr=fast'], "TrainConfig.main_optim.lr must be a number, got 'fast'"),
@@ -29,10 +31,12 @@ def test_bad_input_fails_before_any_work(tmp_path):
              (['--dataset', 'squad:x.jsonl'], "DataConfig.dataset must be 'world' or LOADER:PATH"),
              (['--dataset', 'gaia:' + str(tmp_path / 'none.jsonl')], 'no benchmark file at'),
              (['--config', 'configs/toy-cpu.json', '--set', 'accel.mixed_precision=fp16'], "AccelConfig.mixed_precision must be 'no' or 'bf16'")]
-    for args, msg in cases:
+    for i, (args, msg) in enumerate(cases):
         out = tmp_path / 'run'
-        r = run(*args, '--out', str(out))
-        assert r.returncode != 0 and msg in r.stderr, (args, r.stderr[-500:])
+        if i < 2:                                         # as a user runs it: the console script's exit status and stderr
+            r = run(*args, '--out', str(out))
+            assert r.returncode != 0 and msg in r.stderr, (args, r.stderr[-500:])
+        else: assert msg in fails_in_process(mgrpo_train, [*args, '--out', str(out)]), args   # the same parser and function, in this process
         assert not out.exists(), args                     # failed before the warm start wrote anything
 
 
