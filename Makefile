@@ -168,9 +168,9 @@ notebooks-kernel: $(STAMP)
 # slow CI says where its time went (a fresh-clone CI has taken 12 to 30 minutes on these shared machines)
 PYTEST_WORKERS ?= 2
 # a learner's CPU runs other kernels than the machines this project is built on (AVX-512 here): the tests that compare two
-# runs or two code paths bit for bit or to a rounding bound, again under torch's generic kernels with MKL and oneDNN held
+# runs or two code paths bit for bit or to a rounding bound (DDP against one process, the one-file loop against Trainer), again under torch's generic kernels with MKL and oneDNN held
 # to AVX2 (issue 43). The whole suite passes under each ATEN_CPU_CAPABILITY (docs/timings.md); this is the cheap guard.
-CPU_GUARD := tests/test_ddp.py::test_two_processes_train_like_one tests/test_minimal.py tests/test_reproducible.py
+CPU_GUARD := tests/test_ddp.py::test_two_processes_train_like_one tests/test_minimal.py
 cpu-guard: $(STAMP)
 	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(CPU_GUARD)

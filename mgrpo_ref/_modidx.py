@@ -640,6 +640,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.trainer.flat_config': ('trainer.html#flat_config', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.machine': ('trainer.html#machine', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.merge_metrics': ('trainer.html#merge_metrics', 'mgrpo_ref/trainer.py'),
+                                   'mgrpo_ref.trainer.paired_gain': ('trainer.html#paired_gain', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.plot_run': ('trainer.html#plot_run', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.publish_checkpoint': ('trainer.html#publish_checkpoint', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.starting_policies': ('trainer.html#starting_policies', 'mgrpo_ref/trainer.py'),
