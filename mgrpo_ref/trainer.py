@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['TRL_NAMES', 'ROLES', 'ADDED_METRICS', 'EPISODE_MEANS', 'MAX_METRICS', 'evaluate_system', 'publish_checkpoint',
-           'tracker_values', 'flat_config', 'Tracking', 'merge_metrics', 'Trainer', 'machine', 'paired_gain',
-           'plot_run', 'warm_start_folder', 'default_start', 'starting_policies']
+           'tracker_values', 'flat_config', 'Tracking', 'merge_metrics', 'Trainer', 'machine', 'plot_run',
+           'warm_start_folder', 'default_start', 'starting_policies']
 
 # %% ../nbs/17_trainer.ipynb #362e9cf5
 import json, os, random, shutil, threading, time, uuid
@@ -301,17 +301,14 @@ class Trainer:
         if self.is_main: (self.out / 'metrics.jsonl').write_text(''.join(json.dumps(m) + '\n' for m in self.history))
 
     def _summary(self, seconds: float) -> dict:
+        from mgrpo_ref.paired import run_gain
         evals = [m for m in self.history if 'eval/sampled' in m]
         first, last = (evals[0] if evals and evals[0]['step'] == 0 else {}), (evals[-1] if evals else {})   # no 'before' without eval_before
         s = {'mode': self.cfg.mode, 'seed': self.cfg.seed, 'steps': self.cfg.steps, 'seconds': seconds,
              'eval_accuracy_before': first.get('eval/sampled'), 'eval_accuracy_after': last.get('eval/sampled'),
              'eval_greedy_before': first.get('eval/greedy'), 'eval_greedy_after': last.get('eval/greedy'),
              'skipped_updates': {r: dict(t.skipped) for r, t in self.trainers.items()},
-             'processes': self.processes, 'machine': machine()}
-        q = self.out / 'eval_questions.jsonl' if self.out is not None else None
-        if first and q is not None and q.exists():               # before and after on the same questions with the same evaluation seeds
-            by = [json.loads(l)['by_question'] for l in q.read_text().splitlines()]
-            if len(by) > 1 and len(by[0]) > 1: s['eval_paired'] = paired_gain(by[0], by[-1])
+             'processes': self.processes, 'machine': machine(), 'eval_paired': run_gain(self.out) if first and self.out else None}   # run_gain: 21a_paired
         if self.out is not None and self.is_main:
             (self.out / 'summary.json').write_text(json.dumps(s, indent=1) + '\n')
             fig = plot_run(self.history); fig.savefig(self.out / 'curves.png', dpi=110)
@@ -327,20 +324,6 @@ def machine() -> dict:
     return {'cpu': names[0] if names else platform.processor(), 'cpu_capability': torch.backends.cpu.get_cpu_capability(),
             'gpu': torch.cuda.get_device_name() if torch.cuda.is_available() else None,
             'torch': torch.__version__, 'transformers': transformers.__version__, 'python': platform.python_version()}
-
-# %% ../nbs/17_trainer.ipynb #003d1d40
-def paired_gain(before: dict, after: dict, confidence: float = 0.95) -> dict:
-    "Accuracy after minus before on each question both evaluations hold (`by_question` of eval_questions.jsonl), greedy and sampled: the mean, its t interval with the questions as the draws, and the questions that went up and down."
-    import math, statistics
-    from scipy import stats
-    qs = [q for q in before if q in after]
-    if len(qs) < 2: raise ValueError(f"paired_gain needs two questions or more that both evaluations hold, got {len(qs)}")
-    out = {}
-    for k in ('greedy', 'sampled'):
-        d = [after[q][k] - before[q][k] for q in qs]
-        m, h = statistics.fmean(d), stats.t.ppf((1 + confidence) / 2, len(d) - 1) * statistics.stdev(d) / math.sqrt(len(d))
-        out[k] = {'mean': m, 'low': m - h, 'high': m + h, 'questions': len(d), 'up': sum(x > 0 for x in d), 'down': sum(x < 0 for x in d)}
-    return out
 
 # %% ../nbs/17_trainer.ipynb #0f3213b3
 def plot_run(history: list[dict], title: str = ''):
