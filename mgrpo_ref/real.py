@@ -42,7 +42,7 @@ def with_example(policy: Policy, world: World, role: str, seed: int = 0) -> Poli
     return shot
 
 # %% ../nbs/07b_real_model.ipynb #rm000011
-REAL_SAMPLING = SamplingConfig(max_new_tokens=40)          # turns of SmolLM2: the oracle's longest is 25 tokens
+REAL_SAMPLING = SamplingConfig(max_new_tokens=40)          # turns of SmolLM2: the oracle's longest is 24 tokens (07b measures it)
 REAL_ROLLOUT = RolloutConfig(k=4, main_sampling=REAL_SAMPLING, sub_sampling=REAL_SAMPLING)   # configs/smollm2-cpu.json trains with these turns (and K = 6)
 
 def real_starts(world: World, warm: str | Path | None, mixed: bool = False) -> dict[str, dict[str, Policy]]:
