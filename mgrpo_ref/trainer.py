@@ -231,7 +231,7 @@ class Trainer:
         c = self.cfg
         if not self.task.test: return {}
         sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
-        shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions,
+        shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions, split=c.eval_split,
                                               seed=c.seed + 10**6 if c.eval_seed is None else c.eval_seed, sub_client=sub, shard=(self.rank, self.processes)))
         self._append('eval_questions.jsonl', {'step': done, 'by_question': {q: r for s in shares for q, r in s.pop('by_question').items()}})
         n = sum(s['questions'] for s in shares)

@@ -245,3 +245,11 @@ def test_cut_metrics_are_the_share_of_episodes_the_budget_ended(world, warm, mod
     keys = {'greedy_cut', 'sampled_cut'} | ({'greedy_cut_sub', 'sampled_cut_sub'} if mode == 'mgrpo' else set())
     assert keys <= set(ev) and all(0 <= ev[k] <= 1 for k in keys)
     if budget > 1000: assert all(ev[k] == 0 for k in keys)
+
+
+def test_eval_split_valid_evaluates_the_validation_questions(world, warm, tmp_path):
+    "Choices are made on the validation split: with eval_split='valid' every evaluation reads the world's validation questions, none of the test split's."
+    tr = Trainer(world, small_cfg(eval_split='valid', eval_before=False), warm, out=tmp_path)
+    tr.fit(progress=False)
+    seen = [q for l in (tmp_path / 'eval_questions.jsonl').read_text().splitlines() for q in json.loads(l)['by_question']]
+    assert seen == [q.qid for q in world.questions['valid'][:4]] and all(q.startswith('valid-') for q in seen)
