@@ -14,7 +14,7 @@ from pathlib import Path
 from fastcore.docments import docments
 from fastcore.script import call_parse
 
-from .config import TrainConfig, check_trackers, config_fields
+from .config import Overrides, TrainConfig, check_trackers, config_fields
 from .data import DATASETS, load_task
 from .learner import make_accelerator
 from .servers import decoupled, run_main_server, run_sub_server
@@ -181,7 +181,7 @@ def check_config(cfg: TrainConfig) -> list[str]:
 @call_parse(pos=['path'])
 def mgrpo_config(
     path: str = None,     # a config file to check (printed with every default filled in)
-    set: str = None,      # overrides, as the training commands take them
+    set: Overrides = None, # overrides, as the training commands take them
     docs: str = None,     # write the configs' README (the field reference) to this file instead
     script: str = None,   # write the training script (ENTRY_POINT) to this file instead
     memory: bool = False, # print the memory each agent needs per process instead (24_memory; builds 1-2 layer copies, about a minute at 4B)
@@ -206,7 +206,7 @@ def mgrpo_config(
 def mgrpo_train(
     mode: str = None,               # mgrpo, frozen_sub, frozen_main, mgrpo_ragged or single (default: the config's, else mgrpo)
     config: str = None,             # JSON file of TrainConfig fields, e.g. configs/toy-cpu.json (default: the toy CPU defaults)
-    set: str = None,                # overrides, e.g. "d_max=3,rollout.k=4,main_optim.lr=3e-4"
+    set: Overrides = None,          # overrides, e.g. "d_max=3,rollout.k=4,main_optim.lr=3e-4" (--set again adds more)
     steps: int = None,              # training steps (overrides the config)
     seed: int = None,               # seed of the run and of a fresh warm start (default: the config's, else 0)
     out: str = 'runs/train',        # run directory
@@ -278,7 +278,7 @@ def _server_config(role: str, redis_url, checkpoint, resume, *fields) -> tuple[T
 def mgrpo_decoupled(
     mode: str = None,               # mgrpo, frozen_sub or mgrpo_ragged (default: the config's, else mgrpo)
     config: str = None,             # JSON file of TrainConfig fields (default: the toy CPU defaults)
-    set: str = None,                # overrides, e.g. "d_max=3,rollout.k=4,main_optim.lr=3e-4"
+    set: Overrides = None,          # overrides, e.g. "d_max=3,rollout.k=4,main_optim.lr=3e-4" (--set again adds more)
     steps: int = None,              # training steps (overrides the config)
     seed: int = None,               # seed of the run and of a fresh warm start (default: the config's, else 0)
     out: str = 'runs/decoupled',    # run directory (the sub server writes OUT/sub_server)
@@ -309,7 +309,7 @@ def mgrpo_main_server(
     checkpoint: str = None,         # folder with the starting main policy (main/); default: the shipped warm start
     run: str = None,                # the run's name in Redis (the sub server must use the same)
     config: str = None,             # JSON file of TrainConfig fields (the same as the sub server's)
-    set: str = None,                # overrides, e.g. "rollout.k=4"
+    set: Overrides = None,          # overrides, e.g. "rollout.k=4" (--set again adds more)
     mode: str = None,               # mgrpo, frozen_sub or mgrpo_ragged
     steps: int = None,              # training steps
     seed: int = None,               # seed of the run
@@ -334,7 +334,7 @@ def mgrpo_sub_server(
     checkpoint: str = None,         # folder with the starting sub policy (sub/); default: the shipped warm start
     run: str = None,                # the run's name in Redis (the main server's)
     config: str = None,             # JSON file of TrainConfig fields (the same as the main server's)
-    set: str = None,                # overrides
+    set: Overrides = None,          # overrides (--set again adds more)
     mode: str = None,               # mgrpo, frozen_sub or mgrpo_ragged
     steps: int = None,              # training steps
     seed: int = None,               # seed of the run

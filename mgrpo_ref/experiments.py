@@ -19,7 +19,7 @@ import pandas as pd
 from fastcore.script import call_parse
 from tqdm.auto import tqdm
 
-from .config import TrainConfig, deep_merge, config_fields, parse_overrides
+from .config import Overrides, TrainConfig, deep_merge, config_fields, parse_overrides
 from .paired import mean_sd, paired_cell, paired_differences, paired_stats
 from .trainer import Trainer
 from .warmstart import WarmStartConfig, load_policies, make_warm_start, shipped_warmstart
@@ -330,7 +330,7 @@ def mgrpo_experiment(
     table: str = 'results',         # name of the table files written in OUT: TABLE.csv, TABLE.md, TABLE.png, TABLE_diagnostics.png
     steps: int = None,              # training steps per run (default: the config's)
     config: str = None,             # JSON file of TrainConfig fields shared by every run
-    set: str = None,                # overrides shared by every run, e.g. "rollout.k=4,main_optim.lr=3e-4" (an arm's own overrides win)
+    set: Overrides = None,          # overrides shared by every run, e.g. "rollout.k=4,main_optim.lr=3e-4" (--set again adds more; an arm's own overrides win)
     checkpoint: str = None,         # warm-started policies (main/, sub/, single/); default: the shipped warm start
     workers: int = 2,               # runs in parallel
     world_seed: int = 0,            # seed of the world
@@ -357,7 +357,7 @@ def mgrpo_experiment(
         (Path(out) / f'{table}.md').write_text(text)
         print(text); print(f"wrote {Path(out) / table}.csv and .md")
         return
-    shared = ''.join(f' --{k} {v}' for k, v in (('steps', steps), ('config', config), ('set', set), ('world-seed', world_seed or None)) if v is not None)
+    shared = ''.join(f' --{k} {v}' for k, v in (('steps', steps), ('config', config), ('set', ','.join(set) if set else None), ('world-seed', world_seed or None)) if v is not None)
     command = f"mgrpo-experiment --arms {{arm}} --seeds {{seeds}}{shared}{f' --checkpoint {checkpoint}' if checkpoint else ''} --out {out} --table {{arm}}"
     df = run_experiment(cfg, out, checkpoint, progress=not quiet, table=table, command=command)
     print((Path(out) / f'{table}.md').read_text())

@@ -21,6 +21,7 @@ def test_bad_input_fails_before_any_work(tmp_path, fails_in_process):
     cases = [(['--config', str(tmp_path / 'bad.json')], "TrainConfig.rollout.k must be int, got 'eight'"),
              (['--set', 'main_optim.lr=fast'], "TrainConfig.main_optim.lr must be a number, got 'fast'"),
              (['--set', 'd_max=0'], 'TrainConfig.d_max must be an integer >= 1, got 0'),
+             (['--set', 'd_max=0', '--set', 'rollout.k=4'], 'TrainConfig.d_max must be an integer >= 1, got 0'),   # a second --set adds, not replaces
              (['--mode', 'ppo'], "TrainConfig.mode must be one of"),
              (['--set', 'rollout.k=1'], 'TrainConfig.rollout.k (K) must be >= 2'),
              (['--set', 'learning_rate=1'], "unknown TrainConfig fields ['learning_rate']"),
