@@ -297,6 +297,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'mgrpo_ref.paired': { 'mgrpo_ref.paired.Paired': ('paired.html#paired', 'mgrpo_ref/paired.py'),
                                   'mgrpo_ref.paired.Paired.detectable': ('paired.html#paired.detectable', 'mgrpo_ref/paired.py'),
                                   'mgrpo_ref.paired.Paired.half_width': ('paired.html#paired.half_width', 'mgrpo_ref/paired.py'),
+                                  'mgrpo_ref.paired.gain_words': ('paired.html#gain_words', 'mgrpo_ref/paired.py'),
                                   'mgrpo_ref.paired.mean_sd': ('paired.html#mean_sd', 'mgrpo_ref/paired.py'),
                                   'mgrpo_ref.paired.paired_cell': ('paired.html#paired_cell', 'mgrpo_ref/paired.py'),
                                   'mgrpo_ref.paired.paired_differences': ('paired.html#paired_differences', 'mgrpo_ref/paired.py'),

@@ -17,6 +17,7 @@ from fastcore.script import call_parse
 from .config import Overrides, TrainConfig, check_trackers, config_fields
 from .data import DATASETS, load_task
 from .learner import make_accelerator
+from .paired import gain_words
 from .servers import decoupled, run_main_server, run_sub_server
 from .store import RedisStore
 from .trainer import TRL_NAMES, Trainer, default_start, starting_policies
@@ -242,7 +243,11 @@ def mgrpo_train(
         out_p.mkdir(parents=True, exist_ok=True)
         (out_p / 'config.json').write_text(json.dumps(asdict(cfg), indent=1) + '\n')
     summary = Trainer(task, cfg, policies, out=out_p, resume=resume, accelerator=acc).fit(progress=not quiet)
-    if acc.is_main_process: print(json.dumps(summary))
+    if not acc.is_main_process: return
+    key = {'greedy': 'eval_greedy', 'sampled': 'eval_accuracy'}       # summary.json's names of each evaluation
+    for k, g in (summary['eval_paired'] or {}).items():                # before -> after on the same questions, in words (21a_paired)
+        print(f"{k} accuracy {summary[key[k] + '_before']:.3f} -> {summary[key[k] + '_after']:.3f}: {gain_words(g)}")
+    print(json.dumps(summary))
 
 # %% ../nbs/22_cli.ipynb #d5a50258
 def _check_redis(url: str | None) -> None:

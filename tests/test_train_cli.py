@@ -49,6 +49,8 @@ def test_tiny_run_and_resume(tmp_path):
     assert {'eval_accuracy_before', 'eval_accuracy_after', 'steps', 'seconds', 'mode', 'seed'} <= set(s)
     assert s['mode'] == 'mgrpo' and s['steps'] == 2
     assert s['eval_paired']['greedy']['questions'] == 2 and {'mean', 'low', 'high', 'up', 'down'} <= set(s['eval_paired']['sampled'])   # before and after, question by question
+    from mgrpo_ref.paired import gain_words                                                  # and in words, before the summary
+    assert f"greedy accuracy {s['eval_greedy_before']:.3f} -> {s['eval_greedy_after']:.3f}: {gain_words(s['eval_paired']['greedy'])}" in r.stdout
     for f in ('metrics.jsonl', 'summary.json', 'curves.png', 'config.json', 'checkpoint/state.json', 'warmstart/main/config.json'):
         assert (out / f).is_file(), f
     r = run('--steps', '3', '--set', TINY, '--out', str(out), '--resume', '--quiet')
