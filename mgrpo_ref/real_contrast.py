@@ -129,15 +129,16 @@ def grid_rows(out: str | Path, warmstarts=(0, 1, 2), arms=REAL_ARMS, seeds=(0, 1
     return rows
 
 def grid_table(rows: list[dict], base: str = 'mgrpo') -> str:
-    "Markdown: per arm, its runs and mean accuracy before -> after; then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead)."
+    "Markdown: per arm, its runs, mean accuracy before -> after and its gain ([95% CI over warm starts] warm starts ahead); then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead)."
     import pandas as pd
     from mgrpo_ref.paired import paired_cell, paired_differences, paired_stats
     df = pd.DataFrame(rows)
     df = df.assign(gain=df.after - df.before, greedy_gain=df.greedy_after - df.greedy_before)
-    lines = ['| arm | runs (warm starts x seeds) | sampled: before → after | greedy: before → after |', '|---|---|---|---|']
+    lines = ['| arm | runs (warm starts x seeds) | sampled: before → after | greedy: before → after | gain, sampled | gain, greedy |', '|---|---|---|---|---|---|']
     for a, g in df.groupby('arm', sort=False):
+        gain = lambda c: paired_cell(paired_stats(g.set_index(['warmstart', 'seed'])[c]))   # after - before, [95% CI over warm starts]
         lines.append(f"| `{a}` | {len(g)} ({g.warmstart.nunique()} x {g.seed.nunique()}) | {g.before.mean():.3f} → {g.after.mean():.3f} | "
-                     f"{g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} |")
+                     f"{g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} | {gain('gain')} | {gain('greedy_gain')} |")
     head = ['gain, sampled', 'gain, greedy', 'after, sampled', 'after, greedy']
     lines += ['', f'| `{base}` − arm, same warm start and seed | ' + ' | '.join(head) + ' |', '|---' * 5 + '|']
     for a in [a for a in dict.fromkeys(df.arm) if a != base]:
