@@ -111,6 +111,7 @@ class TrainConfig:
     eval_every: int = 25                     # held-out evaluation every this many steps (0: only before and after)
     eval_questions: int | None = None        # test questions per evaluation (None: the whole test split)
     eval_samples: int = 4                    # sampled (T = 1) rollouts per test question, besides one greedy
+    eval_greedy: bool = True                 # also one greedy episode per question (False: the sampled ones only, about half an evaluation's time)
     eval_seed: int | None = None             # seed of every evaluation's tool shuffles and samples (None: seed + 10**6); runs that share it are evaluated alike
     eval_before: bool = True                 # evaluate the starting policies before step 1 (False: done once for every run from one start)
     eval_split: str = 'test'                 # the questions every evaluation reads: 'test' for results, 'valid' (the built-in world's validation split) for choosing steps, budgets and settings

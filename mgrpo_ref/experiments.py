@@ -203,7 +203,7 @@ def collect(out: str | Path, arms, seeds, dg: pd.DataFrame | None = None) -> pd.
 
 def curves(out: str | Path, arms, seeds) -> pd.DataFrame:
     "Held-out accuracy against the step of every run: arm, seed, step, sampled, greedy."
-    return pd.DataFrame([{'arm': a, 'seed': s, 'step': m['step'], 'sampled': m['eval/sampled'], 'greedy': m['eval/greedy']}
+    return pd.DataFrame([{'arm': a, 'seed': s, 'step': m['step'], 'sampled': m['eval/sampled'], 'greedy': m.get('eval/greedy')}
                          for a in arms for s in seeds for m in _lines(out, a, s) if 'eval/sampled' in m])
 
 def results_table(df: pd.DataFrame) -> str:

@@ -69,11 +69,11 @@ def mean_sd(x: pd.Series) -> str:
 
 # %% ../nbs/21a_paired.ipynb #c9e6f5e4
 def paired_gain(before: dict, after: dict, confidence: float = 0.95) -> dict:
-    "Accuracy after minus before on each question both evaluations hold (`by_question` of a run's eval_questions.jsonl), greedy and sampled: the mean, its t interval with the questions as the draws, and the questions that went up and down."
+    "Accuracy after minus before on each question both evaluations hold (`by_question` of a run's eval_questions.jsonl), greedy (where both have it) and sampled: the mean, its t interval with the questions as the draws, and the questions that went up and down."
     qs = [q for q in before if q in after]
     if len(qs) < 2: raise ValueError(f"paired_gain needs two questions or more that both evaluations hold, got {len(qs)}")
     out = {}
-    for k in ('greedy', 'sampled'):
+    for k in [k for k in ('greedy', 'sampled') if k in before[qs[0]] and k in after[qs[0]]]:   # sampled only: eval_greedy=False
         d = pd.Series([after[q][k] - before[q][k] for q in qs])
         p = paired_stats(d, confidence=confidence)
         out[k] = {'mean': p.mean, 'low': p.low, 'high': p.high, 'questions': p.n, 'up': int((d > 0).sum()), 'down': int((d < 0).sum())}

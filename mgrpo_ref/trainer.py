@@ -31,15 +31,15 @@ from .world import Question, World, WorldConfig, build_world
 
 # %% ../nbs/17_trainer.ipynb #57ef5093
 def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
-                    limit: int | None = None, seed: int = 0, split: str = 'test',
+                    limit: int | None = None, seed: int = 0, split: str = 'test', greedy: bool = True,
                     sub_client: Callable[[RolloutConfig, int], SubAgentClient] | None = None, shard: tuple[int, int] = (0, 1)) -> dict:
-    "Greedy and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process); `by_question` holds each question's greedy and sampled accuracy."
+    "Greedy (unless `greedy` is False) and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process); `by_question` holds each question's greedy and sampled accuracy."
     task = Task.of(task)                                  # pass a Task to reuse its search index
     qs = {'train': task.train, 'valid': task.valid, 'test': task.test}[split][:limit][shard[0]::shard[1]]
     out = {'questions': len(qs), 'by_question': {q.qid: {} for q in qs}}
-    greedy = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
+    argmax = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
                      sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
-    for name, rc in (('greedy', greedy), ('sampled', replace(rollout, k=samples))):
+    for name, rc in (('greedy', argmax),) * greedy + (('sampled', replace(rollout, k=samples)),):
         if mode == 'single': finals, subs = rollout_single(qs, policies['single'], task.toolbox, rc, seed=seed)[0], None
         else:
             client = sub_client(rc, seed) if sub_client else InProcessSubAgent(policies['sub'], task.toolbox, rc, seed)
@@ -231,7 +231,7 @@ class Trainer:
         c = self.cfg
         if not self.task.test: return {}
         sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
-        shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions, split=c.eval_split,
+        shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions, split=c.eval_split, greedy=c.eval_greedy,
                                               seed=c.seed + 10**6 if c.eval_seed is None else c.eval_seed, sub_client=sub, shard=(self.rank, self.processes)))
         self._append('eval_questions.jsonl', {'step': done, 'by_question': {q: r for s in shares for q, r in s.pop('by_question').items()}})
         n = sum(s['questions'] for s in shares)
@@ -332,7 +332,7 @@ def plot_run(history: list[dict], title: str = ''):
     fig, axes = plt.subplots(1, 4, figsize=(14, 3))
     ev = [m for m in history if 'eval/sampled' in m]
     for k, ls in (('eval/sampled', '-'), ('eval/greedy', '--')):
-        axes[0].plot([m['step'] for m in ev], [m[k] for m in ev], ls, marker='o', ms=3, label=k.split('/')[1])
+        axes[0].plot([m['step'] for m in ev], [m.get(k, float('nan')) for m in ev], ls, marker='o', ms=3, label=k.split('/')[1])   # no greedy: eval_greedy=False
     axes[0].set(title='held-out accuracy', ylim=(0, 1)); axes[0].legend(fontsize=7)
     train = [m for m in history if m['step'] > 0 and any(k.endswith('/reward') for k in m)]
     for role, color in (('main', '#1f77b4'), ('sub', '#2ca02c'), ('single', '#9467bd')):

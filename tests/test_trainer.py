@@ -253,3 +253,14 @@ def test_eval_split_valid_evaluates_the_validation_questions(world, warm, tmp_pa
     tr.fit(progress=False)
     seen = [q for l in (tmp_path / 'eval_questions.jsonl').read_text().splitlines() for q in json.loads(l)['by_question']]
     assert seen == [q.qid for q in world.questions['valid'][:4]] and all(q.startswith('valid-') for q in seen)
+
+
+def test_eval_greedy_false_evaluates_the_samples_only(world, warm, tmp_path):
+    "eval_greedy=False: every evaluation runs the sampled episodes alone (no greedy pass), and the summary's paired gain is the sampled one."
+    tr = Trainer(world, small_cfg(eval_greedy=False), warm, out=tmp_path)
+    s = tr.fit(progress=False)
+    evals = [json.loads(l) for l in (tmp_path / 'metrics.jsonl').read_text().splitlines() if 'eval/sampled' in l]
+    assert len(evals) == 2 and not any(k.startswith('eval/greedy') for m in evals for k in m)
+    by = [json.loads(l)['by_question'] for l in (tmp_path / 'eval_questions.jsonl').read_text().splitlines()]
+    assert all(set(r) == {'sampled'} for b in by for r in b.values())
+    assert s['eval_greedy_before'] is None and s['eval_accuracy_before'] is not None and list(s['eval_paired']) == ['sampled']
