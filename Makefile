@@ -183,7 +183,7 @@ pytest: $(STAMP)
 #   make real-starts     zero-shot, few-shot and warm-started SmolLM2 (and the tiny warm start) on 60 test questions: docs/real_starts.csv
 #   make real-warmstarts warm starts 1 and 2 of the real contrast (the shipped one's recipe, another seed each)
 #   make real-contrast   mgrpo, frozen_sub, single and shared x 3 warm starts x 2 seeds, resuming: docs/real_contrast.{csv,md}
-#   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, before/after on 60 test questions: runs/real-demo
+#   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, 8 steps; before and after on 120 test questions (one sample each), their paired gain: runs/real-demo
 # (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
 REAL := mgrpo_ref/checkpoints/smollm2
 real-warmstart: $(STAMP)
