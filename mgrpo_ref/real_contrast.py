@@ -181,7 +181,7 @@ def silent_groups(metrics: list[dict], arm: str, k: int, groups: int) -> dict:
 def run_trace(metrics: list[dict], arm: str, head: int = 3) -> dict:
     "One run's training steps (`metrics`: its metrics.jsonl), the mean of the first `head` and of the last `head`: the deciding agent's training accuracy, zero-signal share, format-ok and budget cuts; the entropy of the trained model (and of the sub-agent); the sub-agent's zero-signal share; delegations per main rollout."
     d = 'single' if arm == 'single' else 'main'                         # the agent whose answer is scored
-    trained = 'main' if arm == 'mgrpo' else arm                        # the model whose entropy `entropy` is: main, single or shared
+    trained = 'main' if START[arm] == 'two agents' else arm           # the model whose entropy `entropy` is: main (mgrpo, frozen_sub), single or shared
     keys = {'accuracy': f'{d}/accuracy', 'zero_signal': f'{d}/zero_signal', 'format_ok': f'{d}/format_ok', 'cut': f'{d}/cut',
             'entropy': f'{trained}/entropy', 'sub_entropy': 'sub/entropy',
             'sub_zero_signal': 'sub/zero_signal', 'delegations': 'd_mean'}

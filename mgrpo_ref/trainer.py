@@ -331,8 +331,8 @@ def plot_run(history: list[dict], title: str = ''):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 4, figsize=(14, 3))
     ev = [m for m in history if 'eval/sampled' in m]
-    for k, ls in (('eval/sampled', '-'), ('eval/greedy', '--')):
-        axes[0].plot([m['step'] for m in ev], [m.get(k, float('nan')) for m in ev], ls, marker='o', ms=3, label=k.split('/')[1])   # no greedy: eval_greedy=False
+    for k, ls in [(k, ls) for k, ls in (('eval/sampled', '-'), ('eval/greedy', '--')) if any(k in m for m in ev)]:   # no greedy: eval_greedy=False
+        axes[0].plot([m['step'] for m in ev], [m[k] for m in ev], ls, marker='o', ms=3, label=k.split('/')[1])
     axes[0].set(title='held-out accuracy', ylim=(0, 1)); axes[0].legend(fontsize=7)
     train = [m for m in history if m['step'] > 0 and any(k.endswith('/reward') for k in m)]
     for role, color in (('main', '#1f77b4'), ('sub', '#2ca02c'), ('single', '#9467bd')):
