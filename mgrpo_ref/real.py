@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['REAL_SAMPLING', 'REAL_ROLLOUT', 'ExampleChat', 'with_example', 'real_starts', 'starts_table', 'episode_text',
-           'write_rows', 'mgrpo_real_starts']
+           'write_rows', 'mgrpo_real_starts', 'sft_fractions', 'mgrpo_real_sft_steps']
 
 # %% ../nbs/07b_real_model.ipynb #rm000005
 import csv, json, time
@@ -61,14 +61,14 @@ def real_starts(world: World, warm: str | Path | None, mixed: bool = False) -> d
 
 # %% ../nbs/07b_real_model.ipynb #rm000013
 def starts_table(world: World, starts: dict[str, dict[str, Policy]], questions: int = 60, samples: int = 2,
-                 rollout: RolloutConfig = REAL_ROLLOUT, seed: int = 0) -> list[dict]:
-    "One row per start and system ('mgrpo': main agent + sub-agent, 'single', where the start has its policies): greedy and sampled accuracy and format-ok on the first `questions` test questions, and the seconds it took."
+                 rollout: RolloutConfig = REAL_ROLLOUT, seed: int = 0, split: str = 'test') -> list[dict]:
+    "One row per start and system ('mgrpo': main agent + sub-agent, 'single', where the start has its policies): greedy and sampled accuracy and format-ok on the first `questions` questions of `split`, and the seconds it took."
     from mgrpo_ref.trainer import evaluate_system
     rows = []
     for name, pols in starts.items():
         for system in [s for s, need in (('mgrpo', ('main', 'sub')), ('single', ('single',))) if set(need) <= set(pols)]:
             t0 = time.perf_counter()
-            r = evaluate_system(world, pols, system, rollout, samples=samples, limit=questions, seed=seed)
+            r = evaluate_system(world, pols, system, rollout, samples=samples, limit=questions, seed=seed, split=split)
             rows.append({'start': name, 'system': system, 'questions': r['questions'], 'samples': samples,
                          'greedy': r['greedy'], 'sampled': r['sampled'], 'greedy_format_ok': r['greedy_format_ok'],
                          'sampled_format_ok': r['sampled_format_ok'], 'seconds': round(time.perf_counter() - t0, 1)})
@@ -113,4 +113,62 @@ def mgrpo_real_starts(
         new = starts_table(world, {name: pols}, questions, samples, rollouts[name], seed)
         write_rows(rows := rows + new, out)                                 # after each start, so a kill loses one start at most
         for r in new: print(json.dumps(r), flush=True)
+    print(f"wrote {out}")
+
+# %% ../nbs/07b_real_model.ipynb #d8b169a9
+def sft_fractions(world: World, cfg, out: str | Path, fractions=(0.25, 0.5), roles=('main', 'sub')) -> dict[str, list[float]]:
+    "`warm_start`'s fine-tuning of `roles` under `cfg` (a WarmStartConfig), run to the largest of `fractions` of each role's steps, its adapters saved (bfloat16, as shipped) at each fraction in OUT/<fraction>/<role>; returns the loss curves. One role's model is in memory at a time."
+    from mgrpo_ref.adapters import store_16bit
+    from mgrpo_ref.warmstart import ROLES, demonstrations, sft, starting_policy
+    if not fractions or not all(0 < f <= 1 for f in fractions): raise ValueError(f"fractions must be in (0, 1], got {fractions}")
+    total = {'main': cfg.steps_main, 'sub': cfg.steps_sub, 'single': cfg.steps_single}
+    data, curves = None, {}
+    for r in roles:
+        policy = starting_policy(world, cfg, seed=cfg.seed * 10 + ROLES.index(r))   # warm_start's seed for the role
+        data = data or demonstrations(world, cfg, policy.chat)
+        at = {max(1, round(f * total[r])): f for f in fractions}                    # step -> the fraction saved after it
+        def save(n, r=r, policy=policy):
+            if n not in at: return
+            policy.save(Path(out) / str(at[n]) / r)
+            if cfg.base is not None: store_16bit(Path(out) / str(at[n]) / r)
+        curves[r] = sft(policy, data[r], max(at), cfg, desc=f'sft {r}', seed=cfg.seed, every=save)
+        del policy, save
+    return curves
+
+# %% ../nbs/07b_real_model.ipynb #1f2fc624
+@call_parse
+def mgrpo_real_sft_steps(
+    out: str = 'docs/real_sft_steps.csv',   # the CSV to write (fractions already in it are kept: a stopped run resumes)
+    keep: str = 'runs/real-sft-steps',      # where each fraction's adapters and the loss curves go (reused when there)
+    fractions: str = '0.25,0.5',            # fractions of each role's SFT steps, below 1 (the warm start itself is the row of 1)
+    warm: str = None,                       # the real warm start whose recipe is cut (default: the shipped one)
+    questions: int = 60,                    # validation questions (the first ones of the split)
+    samples: int = 2,                       # sampled rollouts per question at T = 1, besides one greedy
+    seed: int = 0,                          # seed of the evaluation's sampling and tools
+):
+    "Format-ok and accuracy on the validation split of the two agents fine-tuned for a fraction of a real warm start's SFT steps (its recipe, seed, demonstrations and batches), beside the warm start itself."
+    from mgrpo_ref.config import from_plain
+    from mgrpo_ref.warmstart import WarmStartConfig, load_policies, real_warmstart
+    try: fs = sorted({float(f) for f in fractions.split(',') if f.strip()})
+    except ValueError: raise SystemExit(f"mgrpo-real-sft-steps: --fractions takes numbers separated by commas, got {fractions!r}") from None
+    if not all(0 < f < 1 for f in fs): raise SystemExit(f"mgrpo-real-sft-steps: --fractions must lie in (0, 1), got {fractions!r}")
+    warm = Path(warm) if warm else real_warmstart()
+    if warm is None or not (warm / 'warmstart.json').exists(): raise SystemExit(f"mgrpo-real-sft-steps: no real warm start at {str(warm)!r}")
+    meta, keep = json.loads((warm / 'warmstart.json').read_text()), Path(keep)
+    cfg, world = from_plain(WarmStartConfig, meta['config'], 'WarmStartConfig'), build_world(WorldConfig(seed=meta.get('world_seed', 0)))
+    if fs and not (keep / 'curves.json').exists():                               # written last: its presence means every fraction is saved
+        curves = sft_fractions(world, cfg, keep, fs)
+        (keep / 'curves.json').write_text(json.dumps(curves) + '\n')
+    curves = json.loads((keep / 'curves.json').read_text()) if fs else {}
+    ref = meta.get('curves', {})                                                # a tiny warm start's json keeps no curves
+    gap = max((abs(a - b) for r, c in curves.items() for a, b in zip(c, ref.get(r, []))), default=None)
+    rows = list(csv.DictReader(open(out))) if Path(out).exists() else []
+    for f in fs + [1.0]:
+        if any(float(r['fraction']) == f for r in rows): continue
+        steps = {r: max(1, round(f * n)) for r, n in (('main', cfg.steps_main), ('sub', cfg.steps_sub))}
+        pols = load_policies(keep / str(f) if f < 1 else warm, ('main', 'sub'))
+        new = starts_table(world, {f'{f:g} of the SFT steps': pols}, questions, samples, REAL_ROLLOUT, seed, split='valid')
+        rows += [{**r, 'fraction': f, 'steps_main': steps['main'], 'steps_sub': steps['sub'], 'loss_gap': 0.0 if f == 1 else gap if gap is None else round(gap, 6)} for r in new]
+        write_rows(rows, out)                                                    # after each fraction: a kill loses one at most
+        for r in rows[-len(new):]: print(json.dumps(r), flush=True)
     print(f"wrote {out}")

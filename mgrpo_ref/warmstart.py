@@ -10,6 +10,7 @@ __all__ = ['ROLES', 'SHARED_AGENTS', 'PER_ROLE', 'episode_tokens', 'WarmStartCon
 
 # %% ../nbs/07_warmstart.ipynb #5d038819
 import hashlib, json as _json, random, time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -101,8 +102,8 @@ def sft_loss(model, batch: list[tuple[list[int], list[int]]], pad_id: int, token
     return -(lp * m).sum() / (tokens or m[:, 1:].sum().clamp_min(1))
 
 def sft(policy: Policy, data: list[tuple[list[int], list[int]]], steps: int, cfg: WarmStartConfig,
-        desc: str = 'sft', seed: int = 0) -> list[float]:
-    "Fine-tune `policy` on `data` for `steps` AdamW steps of `cfg.batch_size` sequences (in micro-batches of `cfg.micro_batch`); returns the losses."
+        desc: str = 'sft', seed: int = 0, every: Callable[[int], None] | None = None) -> list[float]:
+    "Fine-tune `policy` on `data` for `steps` AdamW steps of `cfg.batch_size` sequences (in micro-batches of `cfg.micro_batch`); returns the losses. `every(n)` runs after step n (e.g. to save the adapters: the learning rate is constant, so they are those of a run of n steps)."
     if not data: raise ValueError(f"{desc}: no demonstrations to train on")
     params = trainable_parameters(policy.model)                                  # every weight, or the adapters only
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
@@ -120,6 +121,7 @@ def sft(policy: Policy, data: list[tuple[list[int], list[int]]], steps: int, cfg
                 part.backward(); loss += part.item()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip); opt.step()
         losses.append(loss)
+        if every: every(len(losses))
     policy.model.eval()
     return losses
 

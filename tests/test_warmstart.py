@@ -116,3 +116,33 @@ def test_rollout_command_warmstart_and_checkpoint(tmp_path):
 def test_rollout_command_bad_input(args, msg):
     r = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and msg in r.stderr and 'Traceback' not in r.stderr
+
+
+SFT_STEPS = shutil.which('mgrpo-real-sft-steps') or str(Path(sys.executable).parent / 'mgrpo-real-sft-steps')
+
+
+def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path):
+    "mgrpo-real-sft-steps on a tiny warm start: a row per fraction and one for the warm start itself, on validation questions; run again, it keeps them and fine-tunes nothing."
+    ws, out, keep = tmp_path / 'ws', tmp_path / 'steps.csv', tmp_path / 'keep'
+    r = subprocess.run([EXE, '--warmstart', '--warmstart-steps', '4', '--save', str(ws), '--questions', '1', '--k', '1'],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    args = [SFT_STEPS, '--warm', str(ws), '--fractions', '0.25,0.5', '--questions', '2', '--samples', '1', '--out', str(out), '--keep', str(keep)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+    rows = pd.read_csv(out)
+    assert list(rows.fraction) == [0.25, 0.5, 1.0] and list(rows.steps_main) == [1, 2, 4] and list(rows.steps_sub) == [1, 2, 4]
+    assert (rows.system == 'mgrpo').all() and (rows.questions == 2).all() and rows.sampled_format_ok.between(0, 1).all()
+    assert all((keep / f / role).is_dir() for f in ('0.25', '0.5') for role in ('main', 'sub'))
+    stamp, text = (keep / 'curves.json').stat().st_mtime_ns, out.read_text()
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and out.read_text() == text and (keep / 'curves.json').stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize('args,msg', [(['--fractions', '0.5,x'], "--fractions takes numbers separated by commas, got '0.5,x'"),
+                                      (['--fractions', '0.5,1'], "--fractions must lie in (0, 1), got '0.5,1'"),
+                                      (['--warm', '/nonexistent'], "no real warm start at '/nonexistent'")])
+def test_sft_steps_command_bad_input(args, msg, tmp_path):
+    r = subprocess.run([SFT_STEPS, *args, '--out', str(tmp_path / 'x.csv'), '--keep', str(tmp_path / 'k')], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and msg in r.stderr and 'Traceback' not in r.stderr and not (tmp_path / 'x.csv').exists()
