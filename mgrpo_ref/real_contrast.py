@@ -129,9 +129,9 @@ def grid_rows(out: str | Path, warmstarts=(0, 1, 2), arms=REAL_ARMS, seeds=(0, 1
     return rows
 
 def grid_table(rows: list[dict], base: str = 'mgrpo') -> str:
-    "Markdown: per arm, its runs, mean accuracy before -> after and its gain ([95% CI over warm starts] warm starts ahead); then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead)."
+    "Markdown: per arm, its runs, mean accuracy before -> after and its gain ([95% CI over warm starts] warm starts ahead); then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead); then the sampled gains' differences in words (`paired_words`: where not detectable, the smallest difference this grid could have told from 0)."
     import pandas as pd
-    from mgrpo_ref.paired import paired_cell, paired_differences, paired_stats
+    from mgrpo_ref.paired import paired_cell, paired_differences, paired_stats, paired_words
     df = pd.DataFrame(rows)
     df = df.assign(gain=df.after - df.before, greedy_gain=df.greedy_after - df.greedy_before)
     lines = ['| arm | runs (warm starts x seeds) | sampled: before → after | greedy: before → after | gain, sampled | gain, greedy |', '|---|---|---|---|---|---|']
@@ -141,9 +141,12 @@ def grid_table(rows: list[dict], base: str = 'mgrpo') -> str:
                      f"{g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} | {gain('gain')} | {gain('greedy_gain')} |")
     head = ['gain, sampled', 'gain, greedy', 'after, sampled', 'after, greedy']
     lines += ['', f'| `{base}` − arm, same warm start and seed | ' + ' | '.join(head) + ' |', '|---' * 5 + '|']
-    for a in [a for a in dict.fromkeys(df.arm) if a != base]:
+    others = [a for a in dict.fromkeys(df.arm) if a != base]
+    for a in others:
         d = [paired_differences(df, base, a, c) for c in ('gain', 'greedy_gain', 'after', 'greedy_after')]
         lines.append(f'| `{a}` | ' + ' | '.join(paired_cell(paired_stats(v)) if len(v) else '–' for v in d) + ' |')
+    lines += ['', 'The gains in sampled accuracy, in words:', '']
+    lines += [f"- `{base}` − `{a}`: {paired_words(paired_stats(d))}" for a in others if len(d := paired_differences(df, base, a, 'gain'))]
     return '\n'.join(lines)
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000020

@@ -60,3 +60,18 @@ def test_the_first_real_contrast_is_kept_as_it_was():
     runs = pd.read_csv(ROOT / 'docs' / 'previous' / 'real_contrast_1ws.csv')
     archived = {(p.parent.parent.name, int(p.parent.name[4:])) for p in (ROOT / 'results' / 'real-contrast-1ws').glob('*/seed*/summary.json')}
     assert set(zip(runs.arm, runs.seed)) == archived and len(archived) == 9
+
+
+def test_the_readme_quotes_the_real_contrast_as_committed():
+    "The README's real-model section shows docs/real_contrast.md's first table as it is, and every interval it quotes before its commands is a cell of docs/real_contrast.md: the front door cannot drift from the runs."
+    import re
+    docs = (ROOT / 'docs' / 'real_contrast.md').read_text()
+    section = (ROOT / 'README.md').read_text().split('## A real model', 1)[1].split('```bash', 1)[0]
+    assert docs.split('\n\n', 1)[0] in section, 'paste the first table of docs/real_contrast.md into the README'
+    prose = section.split('|---|', 1)[1].rsplit('|\n', 1)[1]                  # the sentences after the table
+    quoted = re.findall(r'([+−-]\d\.\d{3}) \[([+−-]\d\.\d{3}), ([+−-]\d\.\d{3})\]', prose)
+    assert len(quoted) >= 2, section
+    for mean, low, high in quoted:
+        cell = f"{mean} [{low}, {high}]".replace('−', '-')
+        assert cell in docs, f'README.md quotes {cell}, which is not in docs/real_contrast.md'
+    for x in re.findall(r'\d\.\d{3}', prose): assert x in docs, f'README.md says {x}, which is not in docs/real_contrast.md'
