@@ -117,13 +117,15 @@ def mgrpo_real_starts(
 
 # %% ../nbs/07b_real_model.ipynb #d8b169a9
 def sft_fractions(world: World, cfg, out: str | Path, fractions=(0.25, 0.5), roles=('main', 'sub')) -> dict[str, list[float]]:
-    "`warm_start`'s fine-tuning of `roles` under `cfg` (a WarmStartConfig), run to the largest of `fractions` of each role's steps, its adapters saved (bfloat16, as shipped) at each fraction in OUT/<fraction>/<role>; returns the loss curves. One role's model is in memory at a time."
+    "`warm_start`'s fine-tuning of `roles` under `cfg` (a WarmStartConfig), run to the largest of `fractions` of each role's steps, its adapters saved (bfloat16, as shipped) at each fraction in OUT/<fraction>/<role> and its loss curve in OUT/curves-<role>.json; returns the curves. A role whose curve is there is not run again; one role's model is in memory at a time."
     from mgrpo_ref.adapters import store_16bit
     from mgrpo_ref.warmstart import ROLES, demonstrations, sft, starting_policy
     if not fractions or not all(0 < f <= 1 for f in fractions): raise ValueError(f"fractions must be in (0, 1], got {fractions}")
     total = {'main': cfg.steps_main, 'sub': cfg.steps_sub, 'single': cfg.steps_single}
     data, curves = None, {}
     for r in roles:
+        done = Path(out) / f'curves-{r}.json'                                         # written last: the role's fractions are all saved
+        if done.exists(): curves[r] = json.loads(done.read_text()); continue
         policy = starting_policy(world, cfg, seed=cfg.seed * 10 + ROLES.index(r))   # warm_start's seed for the role
         data = data or demonstrations(world, cfg, policy.chat)
         at = {max(1, round(f * total[r])): f for f in fractions}                    # step -> the fraction saved after it
@@ -132,6 +134,7 @@ def sft_fractions(world: World, cfg, out: str | Path, fractions=(0.25, 0.5), rol
             policy.save(Path(out) / str(at[n]) / r)
             if cfg.base is not None: store_16bit(Path(out) / str(at[n]) / r)
         curves[r] = sft(policy, data[r], max(at), cfg, desc=f'sft {r}', seed=cfg.seed, every=save)
+        done.write_text(json.dumps(curves[r]) + '\n')
         del policy, save
     return curves
 
@@ -156,10 +159,7 @@ def mgrpo_real_sft_steps(
     if warm is None or not (warm / 'warmstart.json').exists(): raise SystemExit(f"mgrpo-real-sft-steps: no real warm start at {str(warm)!r}")
     meta, keep = json.loads((warm / 'warmstart.json').read_text()), Path(keep)
     cfg, world = from_plain(WarmStartConfig, meta['config'], 'WarmStartConfig'), build_world(WorldConfig(seed=meta.get('world_seed', 0)))
-    if fs and not (keep / 'curves.json').exists():                               # written last: its presence means every fraction is saved
-        curves = sft_fractions(world, cfg, keep, fs)
-        (keep / 'curves.json').write_text(json.dumps(curves) + '\n')
-    curves = json.loads((keep / 'curves.json').read_text()) if fs else {}
+    curves = sft_fractions(world, cfg, keep, fs) if fs else {}                  # roles already fine-tuned are read back
     ref = meta.get('curves', {})                                                # a tiny warm start's json keeps no curves
     gap = max((abs(a - b) for r, c in curves.items() for a, b in zip(c, ref.get(r, []))), default=None)
     rows = list(csv.DictReader(open(out))) if Path(out).exists() else []

@@ -135,9 +135,9 @@ def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path):
     assert list(rows.fraction) == [0.25, 0.5, 1.0] and list(rows.steps_main) == [1, 2, 4] and list(rows.steps_sub) == [1, 2, 4]
     assert (rows.system == 'mgrpo').all() and (rows.questions == 2).all() and rows.sampled_format_ok.between(0, 1).all()
     assert all((keep / f / role).is_dir() for f in ('0.25', '0.5') for role in ('main', 'sub'))
-    stamp, text = (keep / 'curves.json').stat().st_mtime_ns, out.read_text()
+    stamp, text = (keep / 'curves-sub.json').stat().st_mtime_ns, out.read_text()
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and out.read_text() == text and (keep / 'curves.json').stat().st_mtime_ns == stamp
+    assert r.returncode == 0 and out.read_text() == text and (keep / 'curves-sub.json').stat().st_mtime_ns == stamp
 
 
 @pytest.mark.parametrize('args,msg', [(['--fractions', '0.5,x'], "--fractions takes numbers separated by commas, got '0.5,x'"),
