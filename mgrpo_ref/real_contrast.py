@@ -99,7 +99,7 @@ def real_grid(out: str | Path, config, warmstarts=(0, 1, 2), arms=REAL_ARMS, see
         if workers == 1:
             for j in jobs: _call(j)
             continue
-        with ProcessPoolExecutor(workers, mp_context=get_context('spawn')) as pool:
+        with ProcessPoolExecutor(workers, mp_context=get_context('spawn'), max_tasks_per_child=1) as pool:   # a fresh process per run: its memory goes back
             for f in [pool.submit(_call, j) for j in jobs]: f.result()
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000016
