@@ -1,5 +1,6 @@
 "Warm start: demonstrations follow the rollout engine's tokenisation, SFT learns, the command works."
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -99,11 +100,18 @@ def test_rollout_command_json(mode):
     if mode == 'mgrpo': assert sum(s['d_hist'].values()) == 6
 
 
-def test_rollout_command_warmstart_and_checkpoint(tmp_path):
-    out = tmp_path / 'ckpt'
-    r = subprocess.run([EXE, '--warmstart', '--warmstart-steps', '2', '--save', str(out), '--questions', '2', '--k', '1'],
+@pytest.fixture(scope='module')
+def tiny_warm(tmp_path_factory):
+    "A tiny warm start made by the command (4 SFT steps per role), shared by the tests that read one."
+    out = tmp_path_factory.mktemp('warm') / 'ckpt'
+    r = subprocess.run([EXE, '--warmstart', '--warmstart-steps', '4', '--save', str(out), '--questions', '1', '--k', '1'],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_rollout_command_warmstart_and_checkpoint(tiny_warm):
+    out = tiny_warm
     assert all((out / role / 'config.json').is_file() for role in ('main', 'sub', 'single'))
     r = subprocess.run([EXE, '--checkpoint', str(out), '--mode', 'single', '--questions', '2', '--k', '1', '--json'],
                        capture_output=True, text=True, timeout=300)
@@ -121,13 +129,10 @@ def test_rollout_command_bad_input(args, msg):
 SFT_STEPS = shutil.which('mgrpo-real-sft-steps') or str(Path(sys.executable).parent / 'mgrpo-real-sft-steps')
 
 
-def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path):
+def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path, tiny_warm):
     "mgrpo-real-sft-steps on a tiny warm start: a row per fraction and one for the warm start itself, on validation questions; run again, it keeps them and fine-tunes nothing."
-    ws, out, keep = tmp_path / 'ws', tmp_path / 'steps.csv', tmp_path / 'keep'
-    r = subprocess.run([EXE, '--warmstart', '--warmstart-steps', '4', '--save', str(ws), '--questions', '1', '--k', '1'],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    args = [SFT_STEPS, '--warm', str(ws), '--fractions', '0.25,0.5', '--questions', '2', '--samples', '1', '--out', str(out), '--keep', str(keep)]
+    out, keep = tmp_path / 'steps.csv', tmp_path / 'keep'
+    args = [SFT_STEPS, '--warm', str(tiny_warm), '--fractions', '0.25,0.5', '--questions', '2', '--samples', '1', '--out', str(out), '--keep', str(keep)]
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     import pandas as pd
@@ -140,9 +145,12 @@ def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path):
     assert r.returncode == 0 and out.read_text() == text and (keep / 'curves-sub.json').stat().st_mtime_ns == stamp
 
 
-@pytest.mark.parametrize('args,msg', [(['--fractions', '0.5,x'], "--fractions takes numbers separated by commas, got '0.5,x'"),
-                                      (['--fractions', '0.5,1'], "--fractions must lie in (0, 1), got '0.5,1'"),
-                                      (['--warm', '/nonexistent'], "no real warm start at '/nonexistent'")])
-def test_sft_steps_command_bad_input(args, msg, tmp_path):
-    r = subprocess.run([SFT_STEPS, *args, '--out', str(tmp_path / 'x.csv'), '--keep', str(tmp_path / 'k')], capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0 and msg in r.stderr and 'Traceback' not in r.stderr and not (tmp_path / 'x.csv').exists()
+def test_sft_steps_command_bad_input(tmp_path):
+    "Bad input fails before any work with a message that names it: once as a user meets it (no traceback), then each check in-process."
+    from mgrpo_ref.real import mgrpo_real_sft_steps
+    files = ['--out', str(tmp_path / 'x.csv'), '--keep', str(tmp_path / 'k')]
+    r = subprocess.run([SFT_STEPS, '--fractions', '0.5,x', *files], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "--fractions takes numbers separated by commas, got '0.5,x'" in r.stderr and 'Traceback' not in r.stderr
+    for kw, msg in (({'fractions': '0.5,1'}, "--fractions must lie in (0, 1), got '0.5,1'"), ({'warm': '/nonexistent'}, "no real warm start at '/nonexistent'")):
+        with pytest.raises(SystemExit, match=re.escape(msg)): mgrpo_real_sft_steps(out=str(tmp_path / 'x.csv'), keep=str(tmp_path / 'k'), **kw)
+    assert not (tmp_path / 'x.csv').exists() and not (tmp_path / 'k').exists()
