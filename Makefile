@@ -208,7 +208,7 @@ real-starts: $(STAMP)
 	$(BIN)/mgrpo-real-starts --out docs/real_starts.csv
 
 real-sft-steps: $(STAMP)
-	$(BIN)/mgrpo-real-sft-steps --fractions 0.125,0.25,0.5 --samples 1 --out docs/real_sft_steps.csv
+	$(BIN)/mgrpo-real-sft-steps --fractions 0.125,0.25,0.5 --out docs/real_sft_steps.csv
 
 # the real contrast (21d_real_contrast): mgrpo, frozen_sub, single and shared x warm starts 0-2 x seeds 0-1 on SmolLM2, one
 # evaluation before training per warm start and start, every run evaluated on the same 120 questions with one evaluation

@@ -146,7 +146,7 @@ def mgrpo_real_sft_steps(
     fractions: str = '0.25,0.5',            # fractions of each role's SFT steps, below 1 (the warm start itself is the row of 1)
     warm: str = None,                       # the real warm start whose recipe is cut (default: the shipped one)
     questions: int = 60,                    # validation questions (the first ones of the split)
-    samples: int = 2,                       # sampled rollouts per question at T = 1, besides one greedy
+    samples: int = 1,                       # sampled rollouts per question at T = 1, besides one greedy
     seed: int = 0,                          # seed of the evaluation's sampling and tools
 ):
     "Format-ok and accuracy on the validation split of the two agents fine-tuned for a fraction of a real warm start's SFT steps (its recipe, seed, demonstrations and batches), beside the warm start itself."
