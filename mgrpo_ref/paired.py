@@ -32,7 +32,7 @@ class Paired:
 
     @property
     def half_width(self) -> float:
-        "Half the interval: at this spread and n, the smallest mean difference that could be told from 0."
+        "Half the interval: at this spread and n, the smallest estimate that could be told from 0."
         return (self.high - self.low) / 2
 
 def paired_differences(df: pd.DataFrame, arm: str, base: str, col: str, keys=('warmstart', 'seed')) -> pd.Series:
@@ -61,7 +61,7 @@ def paired_words(p: Paired) -> str:
     if p.n < 2: return f"{p.mean:+.3f} from one {p.unit[:-1]}: no interval"
     said = f"{p.mean:+.3f} (95% CI [{p.low:+.3f}, {p.high:+.3f}] over {p.n} {p.unit}, {p.ahead} of {p.n} ahead)"
     if p.detectable: return said
-    return said + f": not detectable at {p.n} {p.unit}; at this spread a difference under {p.half_width:.3f} cannot be told from 0"
+    return said + f": not detectable at {p.n} {p.unit}; at this spread the smallest estimate it could tell from 0 is ±{p.half_width:.3f}"
 
 def mean_sd(x: pd.Series) -> str:
     "mean ± sample standard deviation (n - 1) over the runs, or the mean of one; a table that shows it says 'mean ± sd' in its header."

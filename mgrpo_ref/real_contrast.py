@@ -68,7 +68,8 @@ def evaluate_start(folder: str | Path, start: str, cfg: TrainConfig, path: str |
 # %% ../nbs/21d_real_contrast.ipynb #gr000013
 def grid_jobs(out: str | Path, config, warmstarts, arms, seeds, results: str | Path = 'results/real-contrast') -> tuple[list, list]:
     """The evaluations before training and the runs of the grid, as (function, arguments) jobs: the first for every start the
-    arms need; the runs seed by seed, so that a grid stopped part way holds whole seeds (every arm at every warm start)."""
+    arms need; the runs seed by seed (every arm at every warm start at seed 0 first), so that a grid stopped part way is as
+    balanced as its workers' finishing order allows."""
     befores, runs = [], []
     for w in warmstarts:
         folder, base = warm_start_path(w, results), Path(out) / f'ws{w}'
@@ -129,16 +130,17 @@ def grid_rows(out: str | Path, warmstarts=(0, 1, 2), arms=REAL_ARMS, seeds=(0, 1
     return rows
 
 def grid_table(rows: list[dict], base: str = 'mgrpo') -> str:
-    "Markdown: per arm, its runs, mean accuracy before -> after and its gain ([95% CI over warm starts] warm starts ahead); then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead); then the sampled gains' differences in words (`paired_words`: where not detectable, the smallest difference this grid could have told from 0)."
+    "Markdown: per arm, its runs (per warm start), accuracy before -> after and its gain (each a mean over warm starts of the mean over their seeds) ([95% CI over warm starts] warm starts ahead); then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead); then the sampled gains' differences in words (`paired_words`: where not detectable, the smallest estimate this grid could have told from 0)."
     import pandas as pd
     from mgrpo_ref.paired import paired_cell, paired_differences, paired_stats, paired_words
     df = pd.DataFrame(rows)
     df = df.assign(gain=df.after - df.before, greedy_gain=df.greedy_after - df.greedy_before)
-    lines = ['| arm | runs (warm starts x seeds) | sampled: before → after | greedy: before → after | gain, sampled | gain, greedy |', '|---|---|---|---|---|---|']
+    lines = ['| arm | runs (per warm start) | sampled: before → after | greedy: before → after | gain, sampled | gain, greedy |', '|---|---|---|---|---|---|']
     for a, g in df.groupby('arm', sort=False):
         gain = lambda c: paired_cell(paired_stats(g.set_index(['warmstart', 'seed'])[c]))   # after - before, [95% CI over warm starts]
-        lines.append(f"| `{a}` | {len(g)} ({g.warmstart.nunique()} x {g.seed.nunique()}) | {g.before.mean():.3f} → {g.after.mean():.3f} | "
-                     f"{g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} | {gain('gain')} | {gain('greedy_gain')} |")
+        m = g.groupby('warmstart')[['before', 'after', 'greedy_before', 'greedy_after']].mean().mean()   # each warm start once, as in the gains
+        lines.append(f"| `{a}` | {len(g)} ({'+'.join(map(str, g.groupby('warmstart').size()))}) | {m.before:.3f} → {m.after:.3f} | "
+                     f"{m.greedy_before:.3f} → {m.greedy_after:.3f} | {gain('gain')} | {gain('greedy_gain')} |")
     head = ['gain, sampled', 'gain, greedy', 'after, sampled', 'after, greedy']
     lines += ['', f'| `{base}` − arm, same warm start and seed | ' + ' | '.join(head) + ' |', '|---' * 5 + '|']
     others = [a for a in dict.fromkeys(df.arm) if a != base]
@@ -204,7 +206,7 @@ def real_contrast_trace(out: str | Path, warmstarts=(0, 1, 2), arms=REAL_ARMS, s
     return rows
 
 def trace_table(rows: list[dict]) -> str:
-    "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none); then, where the rows have them, the `silent_groups` counts summed over its runs."
+    "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none); then, where the rows have them, the `silent_groups` counts per run (their mean over its runs)."
     import pandas as pd
     df, names = pd.DataFrame(rows), ('accuracy', 'zero_signal', 'format_ok', 'cut', 'entropy', 'sub_entropy', 'sub_zero_signal', 'delegations')
     lines = ['| arm | runs | ' + ' | '.join(n.replace('_', ' ') for n in names) + ' |', '|---' * (len(names) + 2) + '|']
@@ -212,8 +214,8 @@ def trace_table(rows: list[dict]) -> str:
         cell = lambda n: f"{g[n + '_first'].mean():.3f} → {g[n + '_last'].mean():.3f}" if n + '_first' in g and g[n + '_first'].notna().any() else '–'
         lines.append(f'| `{a}` | {len(g)} | ' + ' | '.join(cell(n) for n in names) + ' |')
     if 'silent' in df:
-        lines += ['', '| arm | silent groups, all steps | of which all wrong, at least | all right, at least |', '|---|---|---|---|']
-        lines += [f"| `{a}` | {g['silent'].sum()} | {g['silent_wrong'].sum()} | {g['silent_right'].sum()} |" for a, g in df.groupby('arm', sort=False)]
+        lines += ['', '| arm | runs | silent groups per run, all steps | of which all wrong, at least | all right, at least |', '|---|---|---|---|---|']
+        lines += [f"| `{a}` | {len(g)} | {g['silent'].mean():.1f} | {g['silent_wrong'].mean():.1f} | {g['silent_right'].mean():.1f} |" for a, g in df.groupby('arm', sort=False)]
     return '\n'.join(lines)
 
 def hop_rows(out: str | Path, warmstarts=(0, 1, 2), arms=REAL_ARMS, seeds=(0, 1)) -> list[dict]:
