@@ -401,6 +401,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                     'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.spread_rows': ( 'real_contrast.html#spread_rows',
                                                                                   'mgrpo_ref/real_contrast.py'),
+                                         'mgrpo_ref.real_contrast.start_evaluation': ( 'real_contrast.html#start_evaluation',
+                                                                                       'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.trace_table': ( 'real_contrast.html#trace_table',
                                                                                   'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.warm_start_path': ( 'real_contrast.html#warm_start_path',

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['REAL_ARMS', 'START', 'START_MODE', 'REAL_MODEL', 'ADAPTER_ROLES', 'DRIFT_KEYS', 'SMALL_FILES', 'warm_start_path',
-           'run_config', 'evaluate_start', 'grid_jobs', 'real_grid', 'finished_runs', 'before_of', 'grid_rows',
-           'grid_table', 'eval_spread', 'silent_groups', 'run_trace', 'real_contrast_trace', 'trace_table', 'hop_rows',
-           'hop_table', 'real_contrast_docs', 'oracle_sequences', 'policy_drift', 'real_contrast_drift', 'archive',
-           'spread_rows', 'mgrpo_real_contrast']
+           'run_config', 'evaluate_start', 'start_evaluation', 'grid_jobs', 'real_grid', 'finished_runs', 'before_of',
+           'grid_rows', 'grid_table', 'eval_spread', 'silent_groups', 'run_trace', 'real_contrast_trace', 'trace_table',
+           'hop_rows', 'hop_table', 'real_contrast_docs', 'oracle_sequences', 'policy_drift', 'real_contrast_drift',
+           'archive', 'spread_rows', 'mgrpo_real_contrast']
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000005
 import csv, json, os, time
@@ -66,21 +66,26 @@ def evaluate_start(folder: str | Path, start: str, cfg: TrainConfig, path: str |
     return out
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000013
-def grid_jobs(out: str | Path, config, warmstarts, arms, seeds, results: str | Path = 'results/real-contrast') -> tuple[list, list]:
+def start_evaluation(out: str | Path, w: int, start: str, config, eval_seed: int | None = None, results: str | Path = 'results/real-contrast') -> tuple:
+    "`evaluate_start`'s arguments for warm start `w`'s `start`: the grid's evaluation (`eval_seed` None: the config's), or the same under another evaluation seed (`eval_spread`), OUT/ws<w>/before/<start>[-eval<seed>].json."
+    cfg = run_config(config, next(a for a in REAL_ARMS if START[a] == start), 0)
+    if eval_seed is not None: cfg = TrainConfig.from_dict({**_plain(cfg), 'eval_seed': eval_seed})
+    name = start.replace(' ', '_') + ('' if eval_seed is None else f'-eval{eval_seed}')
+    return str(warm_start_path(w, results)), start, cfg, str(Path(out) / f'ws{w}' / 'before' / f'{name}.json')
+
+def grid_jobs(out: str | Path, config, warmstarts, arms, seeds, results: str | Path = 'results/real-contrast', spread=()) -> tuple[list, list]:
     """The evaluations before training and the runs of the grid, as (function, arguments) jobs: the first for every start the
-    arms need; the runs seed by seed (every arm at every warm start at seed 0 first), so that a grid stopped part way is as
-    balanced as its workers' finishing order allows."""
-    befores, runs = [], []
-    for w in warmstarts:
-        folder, base = warm_start_path(w, results), Path(out) / f'ws{w}'
-        for start in dict.fromkeys(START[a] for a in arms):
-            cfg = run_config(config, next(a for a in arms if START[a] == start), 0)
-            befores.append((evaluate_start, (str(folder), start, cfg, str(base / 'before' / f"{start.replace(' ', '_')}.json"))))
+    arms need; then the runs seed by seed (every arm at every warm start at seed 0 first, so that a grid stopped part way is
+    as balanced as its workers' finishing order allows), and last warm start 0's starts under each evaluation seed of `spread`."""
+    starts = tuple(dict.fromkeys(START[a] for a in arms))
+    befores = [(evaluate_start, start_evaluation(out, w, start, config, None, results)) for w in warmstarts for start in starts]
+    runs = []
     for s in seeds:
         for w in warmstarts:
             for a in arms:
                 c = run_config(config, a, s)
                 runs.append((run_one, ({'seed': c.data.world_seed}, _plain(c), str(warm_start_path(w, results)), str(Path(out) / f'ws{w}' / a / f'seed{s}'), ARMS[a].folders, 1)))
+    if 0 in warmstarts: runs += [(evaluate_start, start_evaluation(out, 0, start, config, e, results)) for start in starts for e in spread]
     return befores, runs
 
 def _call(job):
@@ -91,11 +96,11 @@ def _call(job):
     return f(*args)
 
 def real_grid(out: str | Path, config, warmstarts=(0, 1, 2), arms=REAL_ARMS, seeds=(0, 1), workers: int = 2,
-              results: str | Path = 'results/real-contrast') -> None:
-    "Every evaluation before training, then every run of the grid that is not finished, `workers` at a time."
+              results: str | Path = 'results/real-contrast', spread=()) -> None:
+    "Every evaluation before training, then every run of the grid that is not finished and `spread`'s evaluations (`grid_jobs`), `workers` at a time."
     for w in warmstarts:
         if not (warm_start_path(w, results) / 'warmstart.json').exists(): raise FileNotFoundError(f"warm start {w} is missing: make real-warmstarts REAL_WS={w}")
-    befores, runs = grid_jobs(out, config, warmstarts, arms, seeds, results)
+    befores, runs = grid_jobs(out, config, warmstarts, arms, seeds, results, spread)
     for jobs in (befores, runs):
         if workers == 1:
             for j in jobs: _call(j)
@@ -155,14 +160,8 @@ def grid_table(rows: list[dict], base: str = 'mgrpo') -> str:
 def eval_spread(out: str | Path, w: int, start: str, config, eval_seeds=(1, 2), results: str | Path = 'results/real-contrast') -> dict:
     "Warm start `w`'s `start` evaluated under each of `eval_seeds` besides the grid's (written beside its before, OUT/ws<w>/before/): accuracy per evaluation seed, sampled and greedy, their sd, and the questions whose greedy answer differs from the grid's evaluation."
     import statistics
-    arm = next(a for a in REAL_ARMS if START[a] == start)
-    base = run_config(config, arm, 0)
-    name, folder = start.replace(' ', '_'), warm_start_path(w, results)
-    grid = evaluate_start(folder, start, base, Path(out) / f'ws{w}' / 'before' / f'{name}.json')   # (read back where it exists)
-    evals = {grid['eval_seed']: grid}
-    for s in eval_seeds:
-        c = TrainConfig.from_dict({**_plain(base), 'eval_seed': s})
-        evals[s] = evaluate_start(folder, start, c, Path(out) / f'ws{w}' / 'before' / f'{name}-eval{s}.json')
+    grid = evaluate_start(*start_evaluation(out, w, start, config, None, results))   # (each read back where it exists)
+    evals = {grid['eval_seed']: grid, **{s: evaluate_start(*start_evaluation(out, w, start, config, s, results)) for s in eval_seeds}}
     first = grid['by_question']
     out = {'warmstart': w, 'start': start, 'questions': len(first), 'eval_seeds': list(evals)}
     for k in ('sampled', 'greedy'):
@@ -367,10 +366,8 @@ def mgrpo_real_contrast(
         for r in real_contrast_drift(out, world, ws, names, ss, questions, Path(docs) / 'real_contrast_drift.csv', results): print(json.dumps(r))
         return
     if not tables:
-        try: real_grid(out, config, ws, names, ss, workers, results)
+        try: real_grid(out, config, ws, names, ss, workers, results, es)
         except FileNotFoundError as e: raise SystemExit(f"mgrpo-real-contrast: {e}") from None
-        if es and 0 in ws:
-            for start in dict.fromkeys(START[a] for a in names): eval_spread(out, 0, start, config, es, results)
         print(f"archived {archive(out, results, ws, names, ss)} finished runs in {results}")
         out = results
     print(real_contrast_docs(out, docs, ws, names, ss, spread_rows(out, ws, names, es)))
