@@ -333,8 +333,7 @@ def spread_rows(out: str | Path, warmstarts, arms, eval_seeds) -> list[dict]:
     rows = []
     for w in warmstarts:
         for start in dict.fromkeys(START[a] for a in arms):
-            name = start.replace(' ', '_')
-            files = [Path(out) / f'ws{w}' / 'before' / f'{name}{f"-eval{s}" if s else ""}.json' for s in (0, *eval_seeds)]
+            files = [Path(start_evaluation(out, w, start, {}, e)[3]) for e in (None, *eval_seeds)]
             if eval_seeds and all(f.exists() for f in files): rows.append(eval_spread(out, w, start, {}, eval_seeds))
     return rows
 
