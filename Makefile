@@ -182,8 +182,8 @@ pytest: $(STAMP)
 #   make real-warmstart  regenerate the shipped real warm start, mgrpo_ref/checkpoints/smollm2 (adapters of main, sub, single, and shared)
 #   make real-starts     zero-shot, few-shot and warm-started SmolLM2 (and the tiny warm start) on 60 test questions: docs/real_starts.csv
 #   make real-sft-steps  the two agents fine-tuned for 1/8, 1/4 and 1/2 of the real warm start's SFT steps, beside it, on 60 validation questions (one greedy and one sampled episode each): docs/real_sft_steps.csv
-#   make real-warmstarts warm starts 1 and 2 of the real contrast (the shipped one's recipe, another seed each)
-#   make real-contrast   mgrpo, frozen_sub, single and shared x 3 warm starts x 2 seeds, resuming: docs/real_contrast.{csv,md}
+#   make real-warmstarts warm starts 1-4 of the real contrast (the shipped one's recipe, another seed each)
+#   make real-contrast   mgrpo, frozen_sub, single and shared x 5 warm starts x 2 seeds, resuming: docs/real_contrast.{csv,md}
 #   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, 8 steps; before and after on 120 test questions (one sample each), their paired gain: runs/real-demo
 # (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
 REAL := mgrpo_ref/checkpoints/smollm2
@@ -195,8 +195,8 @@ real-warmstart: $(STAMP)
 
 # the real contrast's other warm starts (its draws, issue 42): the shipped one's recipe (configs/warmstart/smollm2.json) with SFT
 # seed and demonstration draw W, in results/real-contrast/ws<W>/warmstart (each adapter's sha256 in its warmstart.json);
-# warm start 0 is the shipped one. Two at a time: OMP_NUM_THREADS=1 make real-warmstarts REAL_WS=1 & ... REAL_WS=2
-REAL_WS ?= 1 2
+# warm start 0 is the shipped one. Two at a time: OMP_NUM_THREADS=1 make real-warmstarts REAL_WS=3 & ... REAL_WS=4
+REAL_WS ?= 1 2 3 4
 real-warmstarts: $(STAMP)
 	for w in $(REAL_WS); do d=results/real-contrast/ws$$w/warmstart; test -f $$d/shared/adapter_model.safetensors && continue; \
 	  rm -rf $$d.new && $(BIN)/mgrpo-rollout --warmstart --seed $$w --warmstart-config configs/warmstart/smollm2.json --save $$d.new \
@@ -210,7 +210,7 @@ real-starts: $(STAMP)
 real-sft-steps: $(STAMP)
 	$(BIN)/mgrpo-real-sft-steps --fractions 0.125,0.25,0.5 --out docs/real_sft_steps.csv
 
-# the real contrast (21d_real_contrast): mgrpo, frozen_sub, single and shared x warm starts 0-2 x seeds 0-1 on SmolLM2, one
+# the real contrast (21d_real_contrast): mgrpo, frozen_sub, single and shared x warm starts 0-4 x seeds 0-1 on SmolLM2, one
 # evaluation before training per warm start and start, every run evaluated on the same 120 questions with one evaluation
 # seed; two runs at a time; resumes. Runs in runs/real-contrast, their small files in results/real-contrast (committed),
 # the tables in docs/real_contrast.* (docs/timings.md has the wall times)

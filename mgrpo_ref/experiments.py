@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from .config import Overrides, TrainConfig, deep_merge, config_fields, parse_overrides
 from .paired import mean_sd, paired_cell, paired_differences, paired_stats
 from .trainer import Trainer
-from .warmstart import WarmStartConfig, load_policies, make_warm_start, shipped_warmstart
+from .warmstart import WarmStartConfig, load_policies, make_warm_start, shipped_warmstart, start_record
 from .world import WorldConfig, build_world
 
 # %% ../nbs/21_experiments.ipynb #c04e8851
@@ -96,7 +96,7 @@ def trained_and_rewards(cfg: TrainConfig) -> tuple[str, str]:
 
 # %% ../nbs/21_experiments.ipynb #c05f2002
 def run_one(world_cfg: dict, train_cfg: dict, checkpoint: str, out: str, folders: str = '', threads: int | None = None) -> dict:
-    "Train one arm from `checkpoint` into `out` (the body of a worker process); returns its summary. A finished run is reused, an interrupted one resumed from its last checkpoint."
+    "Train one arm from `checkpoint` into `out` (the body of a worker process); returns its summary. OUT/start.json records the warm start (`start_record`). A finished run is reused, an interrupted one resumed from its last checkpoint."
     out = Path(out)
     if (out / 'summary.json').exists(): return json.loads((out / 'summary.json').read_text())
     resume = (out / 'checkpoint' / 'state.json').exists()
@@ -107,9 +107,11 @@ def run_one(world_cfg: dict, train_cfg: dict, checkpoint: str, out: str, folders
     if threads: torch.set_num_threads(threads)
     cfg = TrainConfig.from_dict(train_cfg)
     world = build_world(WorldConfig(**world_cfg))
-    policies = load_policies(checkpoint, cfg.agents, dict(pair.split('=') for pair in folders.split(',') if pair))
+    folders_of = dict(pair.split('=') for pair in folders.split(',') if pair)
+    policies = load_policies(checkpoint, cfg.agents, folders_of)
     out.mkdir(parents=True, exist_ok=True)
     (out / 'config.json').write_text(json.dumps(_plain(cfg), indent=1) + '\n')
+    (out / 'start.json').write_text(json.dumps(start_record(checkpoint, cfg.agents, folders_of), indent=1) + '\n')   # which warm start, by content
     return Trainer(world, cfg, policies, out=out, resume=resume).fit(progress=False)
 
 def run_experiment(cfg: ExperimentConfig, out: str | Path, checkpoint: str | Path | None = None, progress: bool = True,

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['Key', 'ROLE_COLORS', 'Trajectory', 'RolloutConfig', 'turn_seed', 'run_tool_episodes', 'SubRequest', 'SubResponse',
            'SubAgentClient', 'InProcessSubAgent', 'run_main_episodes', 'rollout_mgrpo', 'rollout_single', 'summarize',
-           'plot_trajectory', 'plot_d_hist']
+           'tool_counts', 'plot_trajectory', 'plot_d_hist']
 
 # %% ../nbs/06_rollout.ipynb #20c3ebef
 import hashlib, time
@@ -234,6 +234,21 @@ def summarize(finals: list[Trajectory], answers: dict[str, str], subs: list[Traj
         out['gen_tokens'] = int(stats['gen_tokens'])
         out['gen_tokens_per_s'] = stats['gen_tokens'] / stats['gen_seconds'] if stats['gen_seconds'] else 0.0
     return out
+
+# %% ../nbs/06_rollout.ipynb #tc000002
+def tool_counts(finals: list[Trajectory], subs: list[Trajectory] | None = ()) -> dict:
+    "Means per deciding-agent episode of `finals`: delegations, search and visit calls made for it (its own, or its sub-agents' in `subs`), and words of the reports it received (`report_words`); only `delegations` and `report_words` where `subs` is None (a remote sub-agent kept its episodes)."
+    if not finals: return {}
+    calls = lambda t, action: sum(parse_turn(x, t.role).action == action for x in t.turns)   # calls that parsed, so ran
+    n, out = len(finals), {}
+    if finals[0].role == 'single': tools = [{a: calls(t, a) for a in ('search', 'visit')} for t in finals]
+    else:
+        out['delegations'] = sum(t.d for t in finals) / n
+        out['report_words'] = sum(len(r.split()) for t in finals for r in t.reports if r) / n
+        if subs is None: return out
+        sub = {t.key: t for t in subs}
+        tools = [{a: sum(calls(sub[k], a) for k in t.sub_keys if k in sub) for a in ('search', 'visit')} for t in finals]
+    return {**out, 'searches': sum(c['search'] for c in tools) / n, 'visits': sum(c['visit'] for c in tools) / n}
 
 # %% ../nbs/06_rollout.ipynb #a698ba9c
 ROLE_COLORS = {'main': '#1f77b4', 'sub': '#2ca02c', 'single': '#9467bd'}

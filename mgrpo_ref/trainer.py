@@ -23,7 +23,7 @@ from .data import Task
 from .learner import AgentTrainer, SharedUpdate, make_accelerator
 from .policy import Policy
 from .rewards import SubtaskAnswers
-from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, rollout_mgrpo, rollout_single
+from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, rollout_mgrpo, rollout_single, tool_counts
 from .step import MainSide, SingleSide, SubSide, mean_or_zero, prefixed
 from .store import MemoryStore, StatsStore, Stopped
 from .tools import exact_match
@@ -33,10 +33,10 @@ from .world import Question, World, WorldConfig, build_world
 def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
                     limit: int | None = None, seed: int = 0, split: str = 'test', greedy: bool = True,
                     sub_client: Callable[[RolloutConfig, int], SubAgentClient] | None = None, shard: tuple[int, int] = (0, 1)) -> dict:
-    "Greedy (unless `greedy` is False) and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process); `by_question` holds each question's greedy and sampled accuracy."
+    "Greedy (unless `greedy` is False) and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process), what the episodes did (`tool_counts`: `_delegations`, `_searches`, `_visits`, `_report_words`); `by_question` holds each question's greedy and sampled accuracy."
     task = Task.of(task)                                  # pass a Task to reuse its search index
     qs = {'train': task.train, 'valid': task.valid, 'test': task.test}[split][:limit][shard[0]::shard[1]]
-    out = {'questions': len(qs), 'by_question': {q.qid: {} for q in qs}}
+    out, gold = {'questions': len(qs), 'by_question': {q.qid: {} for q in qs}}, {q.qid: q.answer for q in qs}
     argmax = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
                      sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
     for name, rc in (('greedy', argmax),) * greedy + (('sampled', replace(rollout, k=samples)),):
@@ -45,13 +45,13 @@ def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, 
             client = sub_client(rc, seed) if sub_client else InProcessSubAgent(policies['sub'], task.toolbox, rc, seed)
             finals, _ = rollout_mgrpo(qs, policies['main'], client, rc, seed=seed)
             subs = None if sub_client else client.pop()      # a remote sub-agent keeps its episodes
-        gold = {q.qid: q.answer for q in qs}
         hits = [exact_match(t.output, gold[t.key[1]]) for t in finals]
         out[name] = mean_or_zero(hits)
         for q in qs: out['by_question'][q.qid][name] = mean_or_zero([h for t, h in zip(finals, hits) if t.key[1] == q.qid])
         out[f'{name}_format_ok'] = mean_or_zero([t.format.ok for t in finals])
         out[f'{name}_cut'] = mean_or_zero([t.finish == 'context' for t in finals])
         if subs is not None: out[f'{name}_cut_sub'] = mean_or_zero([t.finish == 'context' for t in subs])
+        out.update({f'{name}_{k}': v for k, v in tool_counts(finals, subs).items()})   # per deciding-agent episode (06_rollout)
     return out
 
 
@@ -235,7 +235,7 @@ class Trainer:
                                               seed=c.seed + 10**6 if c.eval_seed is None else c.eval_seed, sub_client=sub, shard=(self.rank, self.processes)))
         self._append('eval_questions.jsonl', {'step': done, 'by_question': {q: r for s in shares for q, r in s.pop('by_question').items()}})
         n = sum(s['questions'] for s in shares)
-        return {k: sum(s[k] * s['questions'] for s in shares) / max(n, 1) if k != 'questions' else n for k in shares[0]}
+        return {k: sum(s.get(k, 0) * s['questions'] for s in shares) / max(n, 1) if k != 'questions' else n for k in shares[0]}
 
     def _gather(self, obj) -> list:
         "`obj` of every process, in rank order."

@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['ROLES', 'SHARED_AGENTS', 'PER_ROLE', 'episode_tokens', 'WarmStartConfig', 'starting_policy', 'demonstrations',
            'sft_loss', 'sft', 'warm_start', 'evaluate', 'save_policies', 'load_policies', 'warm_start_shared',
-           'ship_adapters', 'make_warm_start', 'shipped_warmstart', 'real_warmstart', 'plot_warm_start',
-           'mgrpo_rollout']
+           'ship_adapters', 'make_warm_start', 'shipped_warmstart', 'real_warmstart', 'weights_sha256', 'start_record',
+           'plot_warm_start', 'mgrpo_rollout']
 
 # %% ../nbs/07_warmstart.ipynb #5d038819
 import hashlib, json as _json, random, time
@@ -221,6 +221,20 @@ def real_warmstart() -> Path | None:
     from importlib.resources import files
     folder = Path(str(files('mgrpo_ref') / 'checkpoints' / 'smollm2'))
     return folder if (folder / 'warmstart.json').exists() else None
+
+# %% ../nbs/07_warmstart.ipynb #sr000002
+def weights_sha256(folder: str | Path) -> str:
+    "sha256 of a policy folder's weights: its *.safetensors files in name order (one file: that file's own sha256, as `ship_adapters` records it)."
+    files, h = sorted(Path(folder).glob('*.safetensors')), hashlib.sha256()
+    if not files: raise FileNotFoundError(f"{str(folder)!r} holds no *.safetensors weights")
+    for f in files: h.update(f.read_bytes())
+    return h.hexdigest()
+
+def start_record(path: str | Path, roles: tuple[str, ...], folders: dict[str, str] | None = None) -> dict:
+    "Where a run's policies start: the folder (relative to the working directory where it lies inside it) and, per role, the sub-folder `load_policies` reads (`folders`) and `weights_sha256` of it."
+    p, folders = Path(path), folders or {}
+    shown = p.resolve().relative_to(Path.cwd().resolve()) if p.resolve().is_relative_to(Path.cwd().resolve()) else p
+    return {'path': str(shown), 'roles': {r: {'folder': folders.get(r, r), 'sha256': weights_sha256(p / folders.get(r, r))} for r in roles}}
 
 # %% ../nbs/07_warmstart.ipynb #7b1517e6
 def plot_warm_start(before: dict, after: dict):

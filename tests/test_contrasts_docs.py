@@ -45,12 +45,12 @@ def test_the_readme_quotes_the_docs_table_of_the_committed_runs():
 
 
 def test_real_contrast_docs_are_the_committed_runs(tmp_path):
-    "docs/real_contrast.{md,csv}, real_contrast_trace.csv and real_contrast_hops.csv are what the committed runs of the real grid (results/real-contrast) give."
-    from mgrpo_ref.real_contrast import REAL_ARMS, grid_rows, real_contrast_docs, spread_rows
+    "docs/real_contrast.{md,csv} (below its plan), real_contrast_trace.csv and real_contrast_hops.csv are what the committed runs of the real grid (results/real-contrast) give."
+    from mgrpo_ref.real_contrast import REAL_ARMS, TABLES_MARK, grid_rows, real_contrast_docs, spread_rows
     res = ROOT / 'results' / 'real-contrast'
     if not grid_rows(res): pytest.skip('no run of the real grid is committed yet')
-    text = real_contrast_docs(res, tmp_path, spread=spread_rows(res, (0, 1, 2), REAL_ARMS, (1, 2)))
-    assert (ROOT / 'docs' / 'real_contrast.md').read_text() == text, 'rerun: mgrpo-real-contrast --tables --out results/real-contrast'
+    text = real_contrast_docs(res, tmp_path, spread=spread_rows(res, (0,), REAL_ARMS, (1, 2)))
+    assert (ROOT / 'docs' / 'real_contrast.md').read_text().split(TABLES_MARK)[1].strip() == text.strip(), 'rerun: mgrpo-real-contrast --tables --out results/real-contrast'
     for f in ('real_contrast.csv', 'real_contrast_trace.csv', 'real_contrast_hops.csv'):
         assert (ROOT / 'docs' / f).read_text() == (tmp_path / f).read_text(), f
 
@@ -65,7 +65,8 @@ def test_the_first_real_contrast_is_kept_as_it_was():
 def test_the_readme_quotes_the_real_contrast_as_committed():
     "The README's real-model section shows docs/real_contrast.md's first table as it is, and every interval it quotes before its commands is a cell of docs/real_contrast.md: the front door cannot drift from the runs."
     import re
-    docs = (ROOT / 'docs' / 'real_contrast.md').read_text()
+    from mgrpo_ref.real_contrast import TABLES_MARK
+    docs = (ROOT / 'docs' / 'real_contrast.md').read_text().split(TABLES_MARK)[1].strip()   # the tables, below the plan
     section = (ROOT / 'README.md').read_text().split('## A real model', 1)[1].split('```bash', 1)[0]
     assert docs.split('\n\n', 1)[0] in section, 'paste the first table of docs/real_contrast.md into the README'
     prose = section.split('|---|', 1)[1].rsplit('|\n', 1)[1]                  # the sentences after the table
