@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['Paired', 'paired_differences', 'paired_stats', 'paired_cell', 'paired_words', 'mean_sd', 'paired_gain', 'run_gain',
-           'gain_words']
+           'gain_words', 'holm', 'two_way_bootstrap']
 
 # %% ../nbs/21a_paired.ipynb #pd000007
 import json, math
@@ -24,6 +24,7 @@ class Paired:
     ahead: int          # draws whose (mean) difference is > 0
     runs: int           # pairs of runs behind them
     unit: str           # 'warm starts' or 'seeds'
+    p: float = math.nan  # two-sided p of the one-sample t test that the mean difference is 0 (NaN for one draw)
 
     @property
     def detectable(self) -> bool:
@@ -48,8 +49,10 @@ def paired_stats(d: pd.Series, level: str = 'warmstart', confidence: float = 0.9
     multi = level in d.index.names and d.index.get_level_values(level).nunique() > 1
     m = d.groupby(level=level).mean() if multi else d
     n, mean = len(m), float(m.mean())
-    h = float(stats.t.ppf((1 + confidence) / 2, n - 1) * m.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return Paired(mean, mean - h, mean + h, n, int((m > 0).sum()), len(d), 'warm starts' if multi else 'seeds')
+    se = float(m.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan      # standard error of the mean over the draws
+    h = float(stats.t.ppf((1 + confidence) / 2, n - 1) * se) if n > 1 else math.nan
+    p = math.nan if n < 2 else float(2 * stats.t.sf(abs(mean) / se, n - 1)) if se > 0 else float(mean == 0)
+    return Paired(mean, mean - h, mean + h, n, int((m > 0).sum()), len(d), 'warm starts' if multi else 'seeds', p)
 
 def paired_cell(p: Paired) -> str:
     "A table cell: the mean, its [95% interval] and the draws ahead, e.g. '+0.229 [+0.071, +0.387] 3/3 ws' (ws: warm starts; s: seeds of one warm start)."
@@ -89,3 +92,25 @@ def gain_words(g: dict) -> str:
     "One of `paired_gain`'s entries in words, saying 'not detectable' where the interval spans 0, e.g. '+0.083 (95% CI [+0.021, +0.146] over 120 questions; 15 up, 5 down)'."
     said = f"{g['mean']:+.3f} (95% CI [{g['low']:+.3f}, {g['high']:+.3f}] over {g['questions']} questions; {g['up']} up, {g['down']} down)"
     return said if g['low'] > 0 or g['high'] < 0 else said + f": not detectable at {g['questions']} questions"
+
+# %% ../nbs/21a_paired.ipynb #hm000002
+def holm(p: dict[str, float]) -> dict[str, float]:
+    "Holm's step-down adjusted p-values of a family of tests, by name: the i-th smallest (from 1) times m - i + 1, capped at 1, never below an earlier one; a test holds at family-wise level a where its adjusted p is below a."
+    out, running = {}, 0.0
+    for i, k in enumerate(sorted(p, key=p.get)):
+        running = max(running, min(1.0, (len(p) - i) * p[k])); out[k] = running
+    return {k: out[k] for k in p}
+
+# %% ../nbs/21a_paired.ipynb #bs000002
+def two_way_bootstrap(d: pd.DataFrame, draws: int = 10_000, seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
+    "Percentile interval of the mean of `d` (rows: warm starts; columns: questions; each cell that warm start's difference on that question, its seeds averaged) when warm starts and questions are both resampled with replacement, the questions once per draw for every warm start (crossed)."
+    import numpy as np
+    m = d.to_numpy(dtype=float)                                         # (W, Q)
+    if np.isnan(m).any() or m.shape[0] < 2 or m.shape[1] < 2: raise ValueError(f"two_way_bootstrap needs a full table of 2 warm starts or more and 2 questions or more, got {m.shape} with {int(np.isnan(m).sum())} missing")
+    rng = np.random.default_rng(seed)
+    qi = rng.integers(0, m.shape[1], (draws, m.shape[1]))              # (B, Q) the questions of each draw
+    wi = rng.integers(0, m.shape[0], (draws, m.shape[0]))              # (B, W) the warm starts of each draw
+    per_ws = m[:, qi].mean(-1)                                          # (W, B) each warm start over the draw's questions
+    stat = np.take_along_axis(per_ws.T, wi, 1).mean(1)                 # (B,) mean over the draw's warm starts
+    a = (1 - confidence) / 2
+    return float(np.quantile(stat, a)), float(np.quantile(stat, 1 - a))
