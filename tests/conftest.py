@@ -68,3 +68,18 @@ def fails_in_process():
         finally: os.chdir(cwd)
         return str(e.value.code)
     return fails
+
+
+# Two runs that should train alike, compared after AdamW. Summing a gradient in another order (two processes instead of
+# one, shards, another CPU's kernels) moves the few weights whose gradient is near 0 by up to a share of lr, since Adam's
+# first steps divide a gradient by its own size: a largest-difference bound is then a tolerance tuned to one machine
+# (on an Intel Xeon under ATEN_CPU_CAPABILITY=default, DDP against one process: 18 of 383,760 sub-agent weights apart by
+# more than 1e-6, the largest by 4.4e-5 = 0.15 lr, where an AMD EPYC gave 1.1e-5). A wrong gradient (a shard missing or
+# counted twice, another batch) changes the update of most weights instead. So the measure is the distance between the
+# two runs relative to how far training moved them: 1.7e-4 in that case, and of order 1 for a wrong gradient.
+TRAINED_ALIKE = 1e-2
+
+
+def apart(got, want, start) -> float:
+    "||got - want|| / ||want - start|| for flattened parameters: two runs' distance relative to the update (TRAINED_ALIKE)."
+    return float((got - want).norm() / (want - start).norm())
