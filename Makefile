@@ -26,7 +26,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: lower real-warmstart real-warmstarts real-starts real-sft-steps real-contrast real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest cpu-guard slow smollm2 lab clean site site-check
+.PHONY: lower real-warmstart real-warmstarts real-starts real-sft-steps real-contrast real-curves real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest cpu-guard slow smollm2 lab clean site site-check
 
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -184,6 +184,7 @@ pytest: $(STAMP)
 #   make real-sft-steps  the two agents fine-tuned for 1/8, 1/4 and 1/2 of the real warm start's SFT steps, beside it, on 60 validation questions (one greedy and one sampled episode each): docs/real_sft_steps.csv
 #   make real-warmstarts warm starts 1-4 of the real contrast (the shipped one's recipe, another seed each)
 #   make real-contrast   mgrpo, frozen_sub, single and shared x 5 warm starts x 2 seeds, resuming: docs/real_contrast.{csv,md}
+#   make real-curves     seed 0 of each arm of real-contrast continued to 36 steps, evaluated every 12: docs/real_curves.{csv,md,png}, docs/real_behaviour.csv
 #   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, 8 steps; before and after on 120 test questions (one sample each), their paired gain: runs/real-demo
 # (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
 REAL := mgrpo_ref/checkpoints/smollm2
@@ -216,6 +217,13 @@ real-sft-steps: $(STAMP)
 # the tables in docs/real_contrast.* (docs/timings.md has the wall times)
 real-contrast: real-warmstarts
 	$(BIN)/mgrpo-real-contrast --out runs/real-contrast --docs docs
+
+# the curves (21f_real_curves): seed 0 of each arm at each warm start of real-contrast trained on to 36 steps, evaluated at 12, 24
+# and 36 on the grid's questions and evaluation seed; resumes the grid's runs from their checkpoints in runs/real-contrast where
+# they exist, else trains from the warm start; small files in results/real-curves (committed). The plan's two episodes need the
+# runs' last checkpoints: run `$(BIN)/mgrpo-real-curves --episodes` before runs/ goes
+real-curves: $(STAMP)
+	$(BIN)/mgrpo-real-curves --out runs/real-curves --grid runs/real-contrast --docs docs
 
 real-demo: $(STAMP)
 	if test -f runs/real-demo/checkpoint/state.json && ! test -f runs/real-demo/summary.json; then R=--resume; else rm -rf runs/real-demo; R=; fi; \

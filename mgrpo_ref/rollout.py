@@ -5,12 +5,12 @@
 # %% auto #0
 __all__ = ['Key', 'ROLE_COLORS', 'Trajectory', 'RolloutConfig', 'turn_seed', 'run_tool_episodes', 'SubRequest', 'SubResponse',
            'SubAgentClient', 'InProcessSubAgent', 'run_main_episodes', 'rollout_mgrpo', 'rollout_single', 'summarize',
-           'tool_counts', 'plot_trajectory', 'plot_d_hist']
+           'greedy_config', 'tool_counts', 'plot_trajectory', 'plot_d_hist']
 
 # %% ../nbs/06_rollout.ipynb #20c3ebef
 import hashlib, time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from .policy import Policy, SamplingConfig, TurnCache
@@ -236,6 +236,10 @@ def summarize(finals: list[Trajectory], answers: dict[str, str], subs: list[Traj
     return out
 
 # %% ../nbs/06_rollout.ipynb #tc000002
+def greedy_config(cfg: RolloutConfig) -> RolloutConfig:
+    "The rollout settings of a greedy evaluation: one episode per question (K = 1), every agent at temperature 0."
+    return replace(cfg, k=1, main_sampling=replace(cfg.main_sampling, temperature=0.0), sub_sampling=replace(cfg.sub_sampling, temperature=0.0))
+
 def tool_counts(finals: list[Trajectory], subs: list[Trajectory] | None = ()) -> dict:
     "Means per deciding-agent episode of `finals`: delegations, search and visit calls made for it (its own, or its sub-agents' in `subs`), and words of the reports it received (`report_words`); only `delegations` and `report_words` where `subs` is None (a remote sub-agent kept its episodes)."
     if not finals: return {}

@@ -23,7 +23,7 @@ from .data import Task
 from .learner import AgentTrainer, SharedUpdate, make_accelerator
 from .policy import Policy
 from .rewards import SubtaskAnswers
-from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, rollout_mgrpo, rollout_single, tool_counts
+from .rollout import InProcessSubAgent, RolloutConfig, SubAgentClient, greedy_config, rollout_mgrpo, rollout_single, tool_counts
 from .step import MainSide, SingleSide, SubSide, mean_or_zero, prefixed
 from .store import MemoryStore, StatsStore, Stopped
 from .tools import exact_match
@@ -37,9 +37,7 @@ def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, 
     task = Task.of(task)                                  # pass a Task to reuse its search index
     qs = {'train': task.train, 'valid': task.valid, 'test': task.test}[split][:limit][shard[0]::shard[1]]
     out, gold = {'questions': len(qs), 'by_question': {q.qid: {} for q in qs}}, {q.qid: q.answer for q in qs}
-    argmax = replace(rollout, k=1, main_sampling=replace(rollout.main_sampling, temperature=0.0),
-                     sub_sampling=replace(rollout.sub_sampling, temperature=0.0))
-    for name, rc in (('greedy', argmax),) * greedy + (('sampled', replace(rollout, k=samples)),):
+    for name, rc in (('greedy', greedy_config(rollout)),) * greedy + (('sampled', replace(rollout, k=samples)),):
         if mode == 'single': finals, subs = rollout_single(qs, policies['single'], task.toolbox, rc, seed=seed)[0], None
         else:
             client = sub_client(rc, seed) if sub_client else InProcessSubAgent(policies['sub'], task.toolbox, rc, seed)

@@ -46,7 +46,8 @@ def test_the_readme_quotes_the_docs_table_of_the_committed_runs():
 
 def test_real_contrast_docs_are_the_committed_runs(tmp_path):
     "docs/real_contrast.{md,csv} (below its plan), real_contrast_trace.csv and real_contrast_hops.csv are what the committed runs of the real grid (results/real-contrast) give."
-    from mgrpo_ref.real_contrast import REAL_ARMS, TABLES_MARK, grid_rows, real_contrast_docs, spread_rows
+    from mgrpo_ref.real_contrast import REAL_ARMS, TABLES_MARK, grid_rows, real_contrast_docs
+    from mgrpo_ref.real_grid import spread_rows
     res = ROOT / 'results' / 'real-contrast'
     if not grid_rows(res): pytest.skip('no run of the real grid is committed yet')
     text = real_contrast_docs(res, tmp_path, spread=spread_rows(res, (0,), REAL_ARMS, (1, 2)))
