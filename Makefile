@@ -213,9 +213,11 @@ real-sft-steps: $(STAMP)
 
 # the real contrast (21d_real_contrast): mgrpo, frozen_sub, single and shared x warm starts 0-4 x seeds 0-1 on SmolLM2, one
 # evaluation before training per warm start and start, every run evaluated on the same 120 questions with one evaluation
-# seed; two runs at a time; resumes. Runs in runs/real-contrast, their small files in results/real-contrast (committed),
+# seed; two runs at a time; resumes. Runs in runs/real-contrast, their small files in results/real-contrast (committed, and
+# copied into runs/real-contrast first without overwriting, so that a fresh clone trains only what is missing),
 # the tables in docs/real_contrast.* (docs/timings.md has the wall times)
 real-contrast: real-warmstarts
+	mkdir -p runs/real-contrast && cp -rn results/real-contrast/ws* runs/real-contrast/
 	$(BIN)/mgrpo-real-contrast --out runs/real-contrast --docs docs
 
 # the curves (21f_real_curves): seed 0 of each arm at each warm start of real-contrast trained on to 36 steps, evaluated at 12, 24
@@ -223,6 +225,7 @@ real-contrast: real-warmstarts
 # they exist, else trains from the warm start; small files in results/real-curves (committed). The plan's two episodes need the
 # runs' last checkpoints: run `$(BIN)/mgrpo-real-curves --episodes` before runs/ goes
 real-curves: $(STAMP)
+	mkdir -p runs/real-curves && test ! -d results/real-curves || cp -rn results/real-curves/ws* runs/real-curves/
 	$(BIN)/mgrpo-real-curves --out runs/real-curves --grid runs/real-contrast --docs docs
 
 real-demo: $(STAMP)
