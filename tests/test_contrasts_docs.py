@@ -31,17 +31,23 @@ def test_a_row_from_a_smaller_budget_is_a_run_that_never_met_it():
 
 
 def test_the_readme_quotes_the_docs_table_of_the_committed_runs():
-    "docs/contrasts.md holds the table of the committed runs, and every paired difference the README quotes from it is a cell of that table."
+    "docs/contrasts.md holds the table of the committed runs; every paired difference the README's first section quotes is a cell of that table (the toy column, and the prose) or of docs/real_contrast.md's tables (the real model's column, and the prose)."
     import re
+    from mgrpo_ref.real_contrast import TABLES_MARK
     table, docs = glance_table(RUNS), (ROOT / 'docs' / 'contrasts.md').read_text()
     assert table in docs
-    readme = (ROOT / 'README.md').read_text()
-    section = readme.split('## What it finds at toy scale', 1)[1].split('\n## ', 1)[0]
-    quoted = re.findall(r'([+−-]\d\.\d{3}) \[([+−-]\d\.\d{3}), ([+−-]\d\.\d{3})\]', section)
-    assert len(quoted) >= 3, section
-    for mean, low, high in quoted:
-        cell = f"{mean} [{low}, {high}]".replace('−', '-')
-        assert cell in table, f'README.md quotes {cell}, which is not a cell of docs/contrasts.md'
+    real = (ROOT / 'docs' / 'real_contrast.md').read_text().split(TABLES_MARK)[1]
+    section = (ROOT / 'README.md').read_text().split('## What it finds', 1)[1].split('\n## ', 1)[0]
+    interval = r'([+−-]\d\.\d{3}) \[([+−-]\d\.\d{3}), ([+−-]\d\.\d{3})\]'
+    cell = lambda m: f"{m[0]} [{m[1]}, {m[2]}]".replace('−', '-')
+    rows = [line.split('|')[2:4] for line in section.splitlines() if line.startswith('| `') and ' [' in line]   # the table's rows, not its header
+    assert len(rows) >= 3, section
+    for toy, got in rows:
+        assert re.findall(interval, toy) and re.findall(interval, got), (toy, got)
+        for m in re.findall(interval, toy): assert cell(m) in table, f'README.md quotes {cell(m)}, which is not a cell of docs/contrasts.md'
+        for m in re.findall(interval, got): assert cell(m) in real, f'README.md quotes {cell(m)}, which is not in docs/real_contrast.md'
+    for m in re.findall(interval, section.rsplit('|\n', 1)[1]):                  # the sentences after the table
+        assert cell(m) in table or cell(m) in real, f'README.md says {cell(m)}, which is in neither docs table'
 
 
 def test_real_contrast_docs_are_the_committed_runs(tmp_path):

@@ -102,11 +102,14 @@ def track_size(names=TRACK_1) -> tuple[int, int]:
     return words, lines
 
 
-def test_the_readme_states_track_1s_size():
-    "The README's 'N words of prose and M lines of code' for track 1 is within 5% of what the notebooks hold now."
-    words, lines = track_size()
+def test_the_readme_states_each_tracks_size():
+    "Each track of the README's learning path that states a size ('N words ... M lines of code') is within 5% of what its notebooks (the row's links) hold now."
     readme = (NBS.parent / 'README.md').read_text()
-    m = re.search(r'([\d,]+) words of prose and ([\d,]+) lines of code', readme)
-    assert m, "README.md: say track 1's size as 'N words of prose and M lines of code'"
-    said_words, said_lines = (int(x.replace(',', '')) for x in m.groups())
-    assert abs(said_words - words) <= 0.05 * words and abs(said_lines - lines) <= 0.05 * lines, (words, lines, m.group(0))
+    rows = [r for r in readme.split('## Start here', 1)[1].split('\n## ', 1)[0].splitlines() if r.startswith('| **')]
+    sized = [(re.findall(r'nbs/([\w.-]+)\.ipynb', r), re.search(r'([\d,]+) words[^|]*?([\d,]+) lines of code', r)) for r in rows]
+    assert sum(m is not None for _, m in sized) >= 3, rows
+    for names, m in sized:
+        if m is None: continue
+        words, lines = track_size(names)
+        said_words, said_lines = (int(x.replace(',', '')) for x in m.groups())
+        assert abs(said_words - words) <= 0.05 * words and abs(said_lines - lines) <= 0.05 * lines, (names[0], words, lines, m.group(0))
