@@ -79,11 +79,11 @@ def main_advantages(keys: list[Key], rewards: list[float], eps: float = 1e-6, dd
         raise ValueError(f"question {q} has {int(sizes.min())} rollout: K must be >= 2 for group-relative advantages")
     return group_advantages(torch.tensor(rewards, dtype=torch.float64), torch.tensor(ids), eps=eps, ddof=ddof)
 
-SUB_GROUPS = ('question', 'rollout')   # the sub-agent's advantage groups: M-GRPO's, and the ablation that erases the outcome signal
+SUB_GROUPS = ('question', 'rollout')   # the sub-agent's advantage groups: this project's choice, and the ablation that erases the outcome signal
 
 def sub_advantages(alignment: Alignment, rewards: dict[Key, float], groups: str = 'question', eps: float = 1e-6, ddof: int = 0
                    ) -> tuple[torch.Tensor, AdvantageInfo]:
-    "Â_S: advantages of the aligned slots, grouped by question (M-GRPO) or by main rollout (an ablation); empty slots get 0."
+    "Â_S: advantages of the aligned slots, grouped by question (this project's choice) or by main rollout (an ablation); empty slots get 0."
     if groups not in SUB_GROUPS: raise ValueError(f"groups must be one of {SUB_GROUPS}, got {groups!r}")
     missing = [s for s in alignment.slots if s is not None and s not in rewards]
     if missing: raise ValueError(f"no reward for sub-trajectory {missing[0]} ({len(missing)} slots without one)")
@@ -99,7 +99,7 @@ def plot_advantages(a_main: torch.Tensor, a_sub_query: torch.Tensor, a_sub_rollo
     fig, axes = plt.subplots(1, 3, figsize=(10, 2.8), sharey=False)
     on = weight > 0
     for ax, (name, a, color) in zip(axes, [('main: per question', a_main, '#1f77b4'),
-                                           ('sub: per question (M-GRPO)', a_sub_query[on], '#2ca02c'),
+                                           ('sub: per question (ours)', a_sub_query[on], '#2ca02c'),
                                            ('sub: per rollout', a_sub_rollout[on], '#d62728')]):
         ax.hist(a.numpy(), bins=30, color=color)
         ax.set(title=f'{name}\n{(a != 0).float().mean():.0%} non-zero', xlabel='advantage')

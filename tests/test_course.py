@@ -113,3 +113,9 @@ def test_the_readme_states_each_tracks_size():
         words, lines = track_size(names)
         said_words, said_lines = (int(x.replace(',', '')) for x in m.groups())
         assert abs(said_words - words) <= 0.05 * words and abs(said_lines - lines) <= 0.05 * lines, (names[0], words, lines, m.group(0))
+
+
+def test_the_front_doors_stay_short():
+    "README.md holds at most 9,000 characters and index (its markdown and code) at most 8,000: a newcomer reads both whole."
+    assert len((NBS.parent / 'README.md').read_text()) <= 9000
+    assert sum(len(''.join(c['source'])) for c in json.loads((NBS / 'index.ipynb').read_text())['cells']) <= 8000
