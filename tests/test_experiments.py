@@ -40,7 +40,7 @@ def test_bad_input_fails_before_any_work(tmp_path, fails_in_process):
         assert not out.exists(), args                     # failed before the warm start wrote anything
 
 
-def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path):
+def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path, fails_in_process):
     "Named arms of one mode (mgrpo with and without the expert term) and a baseline, 2 seeds, 2 steps: the table, its diagnostics, reuse."
     ck = save_policies(warm_policies, tmp_path / 'warmstart')
     out = tmp_path / 'exp'
@@ -76,8 +76,8 @@ def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     md = (tmp_path / 'pooled' / 'ws.md').read_text()
     assert md.count('\n| ') == 2 * 4 and md.count('| **pooled** | 8 |') == 2 and not (tmp_path / 'pooled' / 'mgrpo').exists()   # sampled and greedy: a header and 3 rows each
-    r = run('--arms', 'mgrpo_dmax4', '--seeds', '0', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled'))
-    assert r.returncode != 0 and 'run mgrpo_dmax4 seed 0 has no summary' in r.stderr, r.stderr[-500:]
+    from mgrpo_ref.audit import mgrpo_audit                               # what fails, in this process (the commands' own parsers and functions)
+    assert 'run mgrpo_dmax4 seed 0 has no summary' in fails_in_process(mgrpo_experiment, ['--arms', 'mgrpo_dmax4', '--seeds', '0', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled')])
     # mgrpo-audit labels the delegations of the two-agent arms' final checkpoints
     audit = lambda *a: subprocess.run([AUDIT, *a], capture_output=True, text=True, timeout=900)
     r = audit('--folders', str(out), '--arms', 'mgrpo,mgrpo_outcome', '--seeds', '0,1', '--questions', '3', '--k', '2', '--out', str(tmp_path / 'audit'))
@@ -86,10 +86,8 @@ def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path):
     assert sorted(zip(a.arm, a.seed)) == [('mgrpo', 0), ('mgrpo', 1), ('mgrpo_outcome', 0), ('mgrpo_outcome', 1)] and (a.step == 2).all()
     assert a[['not_a_hop', 'hop_accuracy', 'rollouts_right']].apply(lambda c: c.between(0, 1)).all().all()
     assert (tmp_path / 'audit' / 'audit.md').read_text().count('\n| `') == 2         # a row per arm and step
-    r = audit('--folders', str(out), '--arms', 'mgrpo_dmax4', '--seeds', '0')
-    assert r.returncode != 0 and 'no finished run with a checkpoint' in r.stderr, r.stderr[-500:]
-    r = audit('--folders', str(out), '--arms', 'mgrpo,single', '--seeds', '0')
-    assert r.returncode != 0 and "arms ['single'] have no sub-agent" in r.stderr, r.stderr[-500:]
+    assert 'no finished run with a checkpoint' in fails_in_process(mgrpo_audit, ['--folders', str(out), '--arms', 'mgrpo_dmax4', '--seeds', '0'])
+    assert "arms ['single'] have no sub-agent" in fails_in_process(mgrpo_audit, ['--folders', str(out), '--arms', 'mgrpo,single', '--seeds', '0'])
 
 
 def test_collect_names_a_missing_run(tmp_path):

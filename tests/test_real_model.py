@@ -43,20 +43,24 @@ def test_a_stop_string_that_ends_inside_a_merged_token(smol):
     assert smol.stops('sub') == ({tok.eos_token_id}, ['</search>', '</visit>', '</result>'])   # no tag is one token of this BPE
 
 
-def trajectories(folder, world, n: int = 2):
-    """Greedy episodes of the real warm start on `n` training questions: the main agent with its sub-agent, and the single
-    agent where it has one; sampled as configs/smollm2-cpu.json samples (merged adapters, shared prompt tokens, the turn
-    cache, float32 products through oneDNN where this CPU keeps them float32)."""
+def trajectories(folder, world, most: int = 4):
+    """Greedy episodes of the real warm start, one training question at a time until some sub-agent episode and (where
+    it has one) some single-agent episode run three turns or more, `most` questions at most: the main agent with its
+    sub-agent, and the single agent; sampled as configs/smollm2-cpu.json samples (merged adapters, shared prompt tokens,
+    the turn cache, float32 products through oneDNN where this CPU keeps them float32)."""
     cfg = RolloutConfig(k=1, main_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0),
                         sub_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0))
     pols = {r: Policy.load(folder / r) for r in ('main', 'sub', 'single') if (folder / r).is_dir()}
-    client = InProcessSubAgent(pols['sub'], Toolbox.for_world(world), cfg)
+    client, trajs = InProcessSubAgent(pols['sub'], Toolbox.for_world(world), cfg), []
+    long = lambda role: any(t.role == role and len(t.turns) >= 3 for t in trajs)
     fast_matmul(True)
     try:
-        mains, _ = rollout_mgrpo(world.questions['train'][:n], pols['main'], client, cfg)
-        singles = rollout_single(world.questions['train'][:n], pols['single'], Toolbox.for_world(world), cfg)[0] if 'single' in pols else []
+        for q in world.questions['train'][:most]:
+            mains, _ = rollout_mgrpo([q], pols['main'], client, cfg)
+            trajs += mains + client.pop() + (rollout_single([q], pols['single'], Toolbox.for_world(world), cfg)[0] if 'single' in pols else [])
+            if long('sub') and ('single' not in pols or long('single')): break
     finally: fast_matmul(False)
-    return pols, mains + client.pop() + singles
+    return pols, trajs
 
 
 @pytest.mark.skipif(real_warmstart() is None, reason='no shipped real warm start')
