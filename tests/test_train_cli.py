@@ -9,6 +9,7 @@ from mgrpo_ref.cli import mgrpo_train
 
 EXE = shutil.which('mgrpo-train') or str(Path(sys.executable).parent / 'mgrpo-train')
 ROOT = Path(__file__).parent.parent
+SHIPPED = ROOT / 'mgrpo_ref' / 'checkpoints' / 'warmstart'   # the shipped tiny warm start: a run from it needs no SFT first (test_tiny_run_and_resume makes one)
 TINY = 'questions_per_step=2,rollout.k=2,rollout.max_turns_main=3,rollout.max_turns_sub=3,eval_questions=2,eval_samples=1,checkpoint_every=1'
 
 
@@ -90,7 +91,7 @@ def summary_of(r) -> dict:
 
 
 def test_toy_cpu_config_runs_two_steps(tmp_path):
-    s = summary_of(run('--config', 'configs/toy-cpu.json', '--steps', '2', '--warmstart-steps', '3', '--set', TINY,
+    s = summary_of(run('--config', 'configs/toy-cpu.json', '--steps', '2', '--checkpoint', str(SHIPPED), '--set', TINY,
                        '--out', str(tmp_path / 'run'), '--quiet'))
     assert s['steps'] == 2 and json.loads((tmp_path / 'run' / 'config.json').read_text())['data']['dataset'] == 'world'
 
@@ -98,7 +99,7 @@ def test_toy_cpu_config_runs_two_steps(tmp_path):
 def test_script_runs_two_steps_with_bf16_autocast_and_gradient_checkpointing(tmp_path):
     "train_mgrpo.py, the entry point for torchrun, with the GPU config's precision options (on the CPU)."
     out = tmp_path / 'run'
-    s = summary_of(run('--steps', '2', '--warmstart-steps', '3', '--out', str(out), '--quiet',
+    s = summary_of(run('--steps', '2', '--checkpoint', str(SHIPPED), '--out', str(out), '--quiet',
                        '--set', TINY + ',accel.mixed_precision=bf16,accel.gradient_checkpointing=true',
                        exe=(sys.executable, str(ROOT / 'train_mgrpo.py'))))
     assert s['steps'] == 2
