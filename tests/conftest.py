@@ -38,10 +38,9 @@ def policy(world):
 
 @pytest.fixture(scope='session')
 def warm_policies(world):
-    "Tiny main, sub and single policies after a short supervised warm start: some rollouts well-formed, some not."
-    from mgrpo_ref.warmstart import WarmStartConfig, warm_start
-    policies, _ = warm_start(world, WarmStartConfig(questions=48, steps_main=40, steps_sub=120, steps_single=40, batch_size=8))
-    return policies
+    "Tiny main, sub and single policies warm-started on the oracle's demonstrations: the shipped warm start (its rollouts are some well-formed, some not, some right), read from disk instead of fine-tuned anew in every worker."
+    from mgrpo_ref.warmstart import load_policies, shipped_warmstart
+    return load_policies(shipped_warmstart(), ('main', 'sub', 'single'))
 
 
 @pytest.fixture()
