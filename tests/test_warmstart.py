@@ -121,9 +121,10 @@ def test_rollout_command_warmstart_and_checkpoint(tiny_warm):
 @pytest.mark.parametrize('args,msg', [(['--mode', 'trio'], "--mode must be 'mgrpo' or 'single', got 'trio'"),
                                       (['--checkpoint', '/nonexistent'], 'has no policy folder'),
                                       (['--k', '0'], '--questions and --k must be >= 1')])
-def test_rollout_command_bad_input(args, msg):
-    r = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0 and msg in r.stderr and 'Traceback' not in r.stderr
+def test_rollout_command_bad_input(args, msg, fails_in_process):
+    "Bad input fails with a message that names it: run through the command's own parser and function, in this process (test_sft_steps_command_bad_input runs one case as a user meets it)."
+    from mgrpo_ref.warmstart import mgrpo_rollout
+    assert msg in fails_in_process(mgrpo_rollout, args)
 
 
 SFT_STEPS = shutil.which('mgrpo-real-sft-steps') or str(Path(sys.executable).parent / 'mgrpo-real-sft-steps')
