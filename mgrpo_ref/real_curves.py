@@ -19,7 +19,7 @@ from .experiments import _plain, run_one
 from .real import episode_text, write_rows
 from .real_contrast import (PRIMARY, REAL_ARMS, START, START_MODE, WARM_STARTS, before_of, evaluations, finished_runs,
                                      trace_keys, training_steps, warm_start_path)
-from .real_grid import archive, evaluate_start, real_grid_pool, run_config, start_evaluation
+from .real_grid import archive, comma_ints, evaluate_start, real_grid_pool, run_config, start_evaluation
 from .world import WorldConfig, build_world
 
 # %% ../nbs/21f_real_curves.ipynb #cv000009
@@ -242,10 +242,6 @@ def episodes_markdown(curves, config, results='results/real-contrast', w: int = 
             out.append(f'## `{a}`, {name}\n\n```text\n{greedy_episode(folder, START[a], q.qid, c)}\n```\n')
     return '\n'.join(out)
 
-def _csv(text: str, name: str) -> tuple[int, ...]:
-    try: return tuple(int(x) for x in text.split(',') if x.strip())
-    except ValueError: raise SystemExit(f"mgrpo-real-curves: --{name} takes integers separated by commas, got {text!r}") from None
-
 @call_parse
 def mgrpo_real_curves(
     out: str = 'runs/real-curves',          # the curve runs: OUT/ws<w>/ARM/seed0 (finished runs reused, stopped ones resumed)
@@ -261,7 +257,7 @@ def mgrpo_real_curves(
     episodes: bool = False,                 # only DOCS/real_episodes.md (`episodes_markdown`), from the runs under OUT
 ):
     "Seed 0 of each arm of the real contrast continued to 36 steps and evaluated every 12 (resuming the grid's runs where their checkpoints exist), then the curves' tables, figure and behaviour CSV."
-    ws, names = _csv(warmstarts, 'warmstarts'), tuple(a for a in arms.split(',') if a)
+    ws, names = comma_ints(warmstarts, 'warmstarts', 'mgrpo-real-curves'), tuple(a for a in arms.split(',') if a)
     if bad := [a for a in names if a not in REAL_ARMS]: raise SystemExit(f"mgrpo-real-curves: --arms: unknown {bad}; the arms are {list(REAL_ARMS)}")
     if episodes:
         Path(docs, 'real_episodes.md').write_text(text := episodes_markdown(out, config, results)); print(text); return

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ADAPTER_ROLES', 'DRIFT_KEYS', 'SMALL_FILES', 'run_config', 'evaluate_start', 'start_evaluation', 'grid_jobs',
            'real_grid_pool', 'real_grid', 'eval_spread', 'oracle_sequences', 'policy_drift', 'real_contrast_drift',
-           'archive', 'spread_rows', 'mgrpo_real_contrast']
+           'archive', 'spread_rows', 'comma_ints', 'mgrpo_real_contrast']
 
 # %% ../nbs/21e_real_grid.ipynb #rg000005
 import csv, json, time
@@ -197,9 +197,10 @@ def spread_rows(out: str | Path, warmstarts, arms, eval_seeds) -> list[dict]:
             if eval_seeds and all(f.exists() for f in files): rows.append(eval_spread(out, w, start, {}, eval_seeds))
     return rows
 
-def _csv(text: str, name: str) -> tuple[int, ...]:
+def comma_ints(text: str, option: str, command: str = 'mgrpo-real-contrast') -> tuple[int, ...]:
+    "The integers of a command-line option like '0,1,2'; anything else exits naming the command and the option."
     try: return tuple(int(x) for x in text.split(',') if x.strip())
-    except ValueError: raise SystemExit(f"mgrpo-real-contrast: --{name} takes integers separated by commas, got {text!r}") from None
+    except ValueError: raise SystemExit(f"{command}: --{option} takes integers separated by commas, got {text!r}") from None
 
 @call_parse
 def mgrpo_real_contrast(
@@ -217,7 +218,7 @@ def mgrpo_real_contrast(
     questions: int = 8,                   # with --drift: test questions whose oracle episodes it is measured on
 ):
     "M-GRPO, the frozen sub-agent, single-agent GRPO and one shared adapter on SmolLM2 from several real warm starts, evaluated alike; then the tables of runs and paired differences over warm starts."
-    ws, names, ss, es = _csv(warmstarts, 'warmstarts'), tuple(a for a in arms.split(',') if a), _csv(seeds, 'seeds'), _csv(spread, 'spread')
+    ws, names, ss, es = comma_ints(warmstarts, 'warmstarts'), tuple(a for a in arms.split(',') if a), comma_ints(seeds, 'seeds'), comma_ints(spread, 'spread')
     bad = [a for a in names if a not in REAL_ARMS]
     if bad: raise SystemExit(f"mgrpo-real-contrast: --arms: unknown {bad}; the arms are {list(REAL_ARMS)}")
     if drift:
