@@ -411,6 +411,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                     'mgrpo_ref/real_curves.py'),
                                        'mgrpo_ref.real_curves.greedy_episode': ( 'real_curves.html#greedy_episode',
                                                                                  'mgrpo_ref/real_curves.py'),
+                                       'mgrpo_ref.real_curves.machine_rows': ('real_curves.html#machine_rows', 'mgrpo_ref/real_curves.py'),
                                        'mgrpo_ref.real_curves.mgrpo_real_curves': ( 'real_curves.html#mgrpo_real_curves',
                                                                                     'mgrpo_ref/real_curves.py'),
                                        'mgrpo_ref.real_curves.plot_curves': ('real_curves.html#plot_curves', 'mgrpo_ref/real_curves.py'),

@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['CURVE_STEPS', 'CURVE_EVERY', 'CURVE_SEED', 'COUNTS', 'EPISODE_ARMS', 'curve_config', 'train_curve',
            'count_evaluation', 'curve_jobs', 'real_curves', 'curve_rows', 'auc', 'curve_frame', 'curve_table',
-           'collapses', 'block_trace', 'behaviour_rows', 'greedy_episode', 'plot_curves', 'real_curves_docs',
-           'episodes_markdown', 'mgrpo_real_curves']
+           'collapses', 'block_trace', 'behaviour_rows', 'greedy_episode', 'machine_rows', 'plot_curves',
+           'real_curves_docs', 'episodes_markdown', 'mgrpo_real_curves']
 
 # %% ../nbs/21f_real_curves.ipynb #cv000007
 import json, shutil
@@ -183,6 +183,24 @@ def greedy_episode(folder, start: str, qid: str, cfg: TrainConfig) -> str:
     subs = {s.key: s for s in client.pop()}
     return head + episode_text(pol['main'], t) + ''.join(f'\n--- sub-agent, delegation {i + 1}:\n' + episode_text(pol['sub'], subs[k]) for i, k in enumerate(t.sub_keys) if k in subs)
 
+# %% ../nbs/21f_real_curves.ipynb #cv000031
+def machine_rows(curves, results='results/real-contrast', warmstarts=WARM_STARTS, arms=REAL_ARMS) -> list[dict]:
+    "What another machine changes: each count evaluation (a before evaluated again) against the committed before, and each fresh curve run's first evaluation against the grid's run of the same arm, warm start and seed: sampled and greedy accuracy of both, and the questions whose answer differs (greedy; sampled)."
+    rows, differ = [], lambda a, b, k: sum(a[q][k] != b[q][k] for q in a)
+    pairs = [(f'before, {s}', w, before_of(results, w, a), json.loads(f.read_text()))
+             for w in warmstarts for s, a in {START[a]: a for a in arms}.items()
+             if (f := Path(curves) / f'ws{w}' / 'before' / f"{s.replace(' ', '_')}-counts.json").exists()]
+    for w, a, s, run, c in finished_runs(curves, warmstarts, arms, (CURVE_SEED,)):
+        grid = Path(results) / f'ws{w}' / a / f'seed{CURVE_SEED}'
+        if (run / 'origin.json').exists() and json.loads((run / 'origin.json').read_text())['origin'] == 'fresh' and (grid / 'summary.json').exists():
+            g = json.loads((grid / 'config.json').read_text())['steps']
+            pairs.append((f'`{a}` after {g} steps', w, {'by_question': evaluations(grid)[g]}, {'by_question': evaluations(run)[g]}))
+    for what, w, old, new in pairs:
+        o, n = old['by_question'], new['by_question']
+        rows.append({'what': what, 'warmstart': w, **{f'{k}_{side}': sum(e[q][k] for q in e) / len(e) for k in ('sampled', 'greedy') for side, e in (('committed', o), ('again', n))},
+                     'greedy_differ': differ(o, n, 'greedy'), 'sampled_differ': differ(o, n, 'sampled'), 'questions': len(o)})
+    return rows
+
 # %% ../nbs/21f_real_curves.ipynb #cv000026
 def plot_curves(rows: list[dict]):
     "Mean gain per arm against the step, sampled and greedy, with a 95% t band over warm starts."
@@ -219,6 +237,11 @@ def real_curves_docs(curves, docs, results='results/real-contrast', warmstarts=W
     hop_cols = sorted(c for c in df if c.startswith('sampled_h'))
     text += '\nSampled accuracy by depth, means over warm starts:\n\n| arm | step | ' + ' | '.join(f'{c[-1]} hops' for c in hop_cols) + ' |\n|---|---|' + '---|' * len(hop_cols) + '\n'
     text += ''.join(f"| `{a}` | {s} | " + ' | '.join(f'{g[c].mean():.3f}' for c in hop_cols) + ' |\n' for (a, s), g in df.groupby(['arm', 'step'], sort=False))
+    if mach := machine_rows(curves, results, warmstarts, arms):
+        text += ('\nWhat another machine changes (`machine_rows`: a before evaluated again, and a fresh curve run against the grid\'s run):\n\n'
+                 '| what | warm start | sampled: committed, again | greedy: committed, again | answers that differ, greedy; sampled |\n|---|---|---|---|---|\n'
+                 + ''.join(f"| {r['what']} | {r['warmstart']} | {r['sampled_committed']:.3f}, {r['sampled_again']:.3f} | {r['greedy_committed']:.3f}, {r['greedy_again']:.3f} | "
+                           f"{r['greedy_differ']}; {r['sampled_differ']} of {r['questions']} |\n" for r in mach))
     Path(docs).mkdir(parents=True, exist_ok=True)
     write_rows(rows, Path(docs) / 'real_curves.csv'); write_rows(behaviour_rows(rows), Path(docs) / 'real_behaviour.csv')
     (Path(docs) / 'real_curves.md').write_text(text)
