@@ -59,7 +59,7 @@ CONFIGS = {
                         "adapters (`models.lora`, rank 8; the shipped real warm start comes from `--checkpoint mgrpo_ref/checkpoints/smollm2`), "
                         "8 steps of B = 4 questions x K = 6 rollouts (about a minute each on 2 threads here), turns of at most 40 tokens (the oracle's longest is 24 SmolLM2 tokens), "
                         "learning rate 1e-4 for the adapters, micro-batches of 2 (at 8 a single-agent run held 15.6 GB at its first step and was killed for memory beside a second run and tests; "
-                        "the same gradient), evaluation on 120 test questions before and after, one sampled episode each and no greedy one (`eval_greedy`; "
+                        "the same gradient), evaluation before and after on the 40 one-hop test questions (`eval_hops`), one sampled episode each and no greedy one (`eval_greedy`; "
                         "the run length and the evaluation were chosen on the validation split: `21d_real_contrast`)",
 }
 

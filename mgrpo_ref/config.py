@@ -115,6 +115,7 @@ class TrainConfig:
     eval_seed: int | None = None             # seed of every evaluation's tool shuffles and samples (None: seed + 10**6); runs that share it are evaluated alike
     eval_before: bool = True                 # evaluate the starting policies before step 1 (False: done once for every run from one start)
     eval_split: str = 'test'                 # the questions every evaluation reads: 'test' for results, 'valid' (the built-in world's validation split) for choosing steps, budgets and settings
+    eval_hops: int | None = None             # evaluate only the split's questions of this many hops (None: all of them); before eval_questions takes the first ones
     checkpoint_every: int = 25               # save a resumable checkpoint every this many steps (0: only at the end)
     seed: int = 0                            # seed of question draws and rollouts
     run: str = 'run'                         # name of the run in the statistics store
@@ -135,6 +136,7 @@ class TrainConfig:
         if self.eval_split not in ('test', 'valid'): raise ValueError(f"TrainConfig.eval_split must be 'test' or 'valid', got {self.eval_split!r}")
         if self.eval_split == 'valid' and self.data.dataset != 'world':
             raise ValueError(f"TrainConfig.eval_split='valid' reads the built-in world's validation split, but data.dataset is {self.data.dataset!r}")
+        if self.eval_hops is not None and self.eval_hops < 1: raise ValueError(f"TrainConfig.eval_hops must be None or >= 1, got {self.eval_hops}")
         for f in ('questions_per_step', 'num_iterations', 'eval_samples'):
             if getattr(self, f) < 1: raise ValueError(f"TrainConfig.{f} must be >= 1, got {getattr(self, f)}")
         trackers(self.report_to)

@@ -49,7 +49,7 @@ def evaluate_start(folder: str | Path, start: str, cfg: TrainConfig, path: str |
     seed = cfg.seed + 10**6 if cfg.eval_seed is None else cfg.eval_seed
     t0 = time.perf_counter()
     r = evaluate_system(Task.of(build_world(WorldConfig(seed=cfg.data.world_seed))), policies, mode, cfg.rollout, cfg.eval_samples,
-                        cfg.eval_questions, seed=seed, split=cfg.eval_split, greedy=cfg.eval_greedy)
+                        cfg.eval_questions, seed=seed, split=cfg.eval_split, greedy=cfg.eval_greedy, hops=cfg.eval_hops)
     out = {'start': start, 'folder': str(folder), 'eval_seed': seed, 'seconds': round(time.perf_counter() - t0, 1), **r}
     path.parent.mkdir(parents=True, exist_ok=True); path.write_text(json.dumps(out) + '\n')
     return out

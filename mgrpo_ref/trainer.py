@@ -31,11 +31,11 @@ from .world import Question, World, WorldConfig, build_world
 
 # %% ../nbs/17_trainer.ipynb #57ef5093
 def evaluate_system(task: World | Task, policies: dict[str, Policy], mode: str, rollout: RolloutConfig, samples: int = 4,
-                    limit: int | None = None, seed: int = 0, split: str = 'test', greedy: bool = True,
+                    limit: int | None = None, seed: int = 0, split: str = 'test', greedy: bool = True, hops: int | None = None,
                     sub_client: Callable[[RolloutConfig, int], SubAgentClient] | None = None, shard: tuple[int, int] = (0, 1)) -> dict:
-    "Greedy (unless `greedy` is False) and sampled accuracy of the two-agent system, or of the single agent, on `split` (shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process), what the episodes did (`tool_counts`: `_delegations`, `_searches`, `_visits`, `_report_words`); `by_question` holds each question's greedy and sampled accuracy."
+    "Greedy (unless `greedy` is False) and sampled accuracy of the two-agent system, or of the single agent, on `split` (its questions of `hops` hops only, where given; shard i of n: questions i, i+n, ...), with the deciding agent's format-ok rate and the share of its episodes the context budget ended (`_cut`; `_cut_sub` for the sub-agent's, where it runs in this process), what the episodes did (`tool_counts`: `_delegations`, `_searches`, `_visits`, `_report_words`); `by_question` holds each question's greedy and sampled accuracy."
     task = Task.of(task)                                  # pass a Task to reuse its search index
-    qs = {'train': task.train, 'valid': task.valid, 'test': task.test}[split][:limit][shard[0]::shard[1]]
+    qs = [q for q in {'train': task.train, 'valid': task.valid, 'test': task.test}[split] if hops is None or q.hops == hops][:limit][shard[0]::shard[1]]
     out, gold = {'questions': len(qs), 'by_question': {q.qid: {} for q in qs}}, {q.qid: q.answer for q in qs}
     for name, rc in (('greedy', greedy_config(rollout)),) * greedy + (('sampled', replace(rollout, k=samples)),):
         if mode == 'single': finals, subs = rollout_single(qs, policies['single'], task.toolbox, rc, seed=seed)[0], None
@@ -229,7 +229,7 @@ class Trainer:
         c = self.cfg
         if not self.task.test: return {}
         sub = (lambda rc, seed: self.remote_sub(rc, seed, done)) if self.remote_sub else None
-        shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions, split=c.eval_split, greedy=c.eval_greedy,
+        shares = self._gather(evaluate_system(self.task, self.players, c.mode, c.rollout, c.eval_samples, c.eval_questions, split=c.eval_split, greedy=c.eval_greedy, hops=c.eval_hops,
                                               seed=c.seed + 10**6 if c.eval_seed is None else c.eval_seed, sub_client=sub, shard=(self.rank, self.processes)))
         self._append('eval_questions.jsonl', {'step': done, 'by_question': {q: r for s in shares for q, r in s.pop('by_question').items()}})
         n = sum(s['questions'] for s in shares)

@@ -255,6 +255,14 @@ def test_eval_split_valid_evaluates_the_validation_questions(world, warm, tmp_pa
     assert seen == [q.qid for q in world.questions['valid'][:4]] and all(q.startswith('valid-') for q in seen)
 
 
+def test_eval_hops_evaluates_the_questions_of_that_depth_only(world, warm, tmp_path):
+    "eval_hops=1: every evaluation reads the split's one-hop questions only, in the split's order, and eval_questions takes the first of those."
+    tr = Trainer(world, small_cfg(eval_hops=1, eval_before=False), warm, out=tmp_path)
+    tr.fit(progress=False)
+    seen = [q for l in (tmp_path / 'eval_questions.jsonl').read_text().splitlines() for q in json.loads(l)['by_question']]
+    assert seen == [q.qid for q in world.questions['test'] if q.hops == 1][:4]
+
+
 def test_eval_greedy_false_evaluates_the_samples_only(world, warm, tmp_path):
     "eval_greedy=False: every evaluation runs the sampled episodes alone (no greedy pass), and the summary's paired gain is the sampled one."
     tr = Trainer(world, small_cfg(eval_greedy=False), warm, out=tmp_path)
