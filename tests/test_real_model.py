@@ -49,7 +49,7 @@ def trajectories(folder, world, most: int = 4):
     sub-agent, and the single agent; sampled as configs/smollm2-cpu.json samples (merged adapters, shared prompt tokens,
     the turn cache, float32 products through oneDNN where this CPU keeps them float32)."""
     cfg = RolloutConfig(k=1, main_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0),
-                        sub_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0))
+                        sub_sampling=SamplingConfig(max_new_tokens=40, temperature=0.0), max_turns_single=4)   # 4 turns show it (a single episode ran 9)
     pols = {r: Policy.load(folder / r) for r in ('main', 'sub', 'single') if (folder / r).is_dir()}
     client, trajs = InProcessSubAgent(pols['sub'], Toolbox.for_world(world), cfg), []
     long = lambda role: any(t.role == role and len(t.turns) >= 3 for t in trajs)
