@@ -83,9 +83,10 @@ def test_sub_server_killed_main_server_times_out_clearly(start, tmp_path):
             wait_for(lambda: stop.is_set() or len(lines(sub_out / 'metrics.jsonl')) >= 1); sub.kill()
         killer = threading.Thread(target=kill_after_step_1); killer.start()
         try:
-            with pytest.raises(TimeoutError, match=r"the sub server did not answer delegation \w+ \(step 1, \d+ tasks\) within 3.0 s: "
+            # the timeout must outlast the live sub server's answers to step 0 on a slow, busy machine, and is waited out once after the kill
+            with pytest.raises(TimeoutError, match=r"the sub server did not answer delegation \w+ \(step 1, \d+ tasks\) within 10.0 s: "
                                                    r"is mgrpo-sub-server running for run 't'"):
-                servers.run_main_server(cfg, redis.url, tmp_path / 'run', start, threads=1, timeout=3.0, progress=False)
+                servers.run_main_server(cfg, redis.url, tmp_path / 'run', start, threads=1, timeout=10.0, progress=False)
         finally:
             stop.set(); killer.join(); sub.join()
     assert len(lines(sub_out / 'metrics.jsonl')) == 1                   # it trained step 1 and died before step 2 (keys count from 0)
@@ -119,12 +120,14 @@ def test_bad_messages_are_rejected_and_only_statistics_cross(start, tmp_path, ca
     with LocalRedis(tmp_path / 'redis') as redis:
         rs = RedisStore(redis.url)
         writes = []
+        listening = threading.Event()
         def monitor():                                                # every command the two servers send
             with rs.r.monitor() as m:
+                listening.set()                                       # MONITOR is on: what follows is seen
                 for cmd in m.listen():
                     writes.append(cmd['command'].split(' ', 2))
                     if 'main_finished' in cmd['command']: return
-        spy = threading.Thread(target=monitor, daemon=True); spy.start(); time.sleep(0.2)
+        spy = threading.Thread(target=monitor, daemon=True); spy.start(); assert listening.wait(60)
         q = channel.queue_key(rs, 't')
         rs.r.rpush(q, 'not json', json.dumps({'id': 'x'}), json.dumps({'id': 'big', 'pad': 'x' * (2 << 20)}))
         bogus = '[1, "bogus", 0]'
@@ -294,12 +297,12 @@ def test_a_signal_to_mgrpo_decoupled_leaves_no_process(start, tmp_path, sig):
         kids = children(p.pid)                                         # redis-server and the two servers (their policies loaded)
         if sig != 'SIGKILL': wait_for(lambda: len(steps(out)) >= 2, what='two steps')   # so that a checkpoint is due
         t0 = time.monotonic(); p.send_signal(getattr(signal, sig))
-        p.wait(30)
-        wait_for(lambda: not any(alive(k) for k in kids), timeout=15, what=f'the launcher\'s children to stop after {sig}')
+        p.wait(120)
+        wait_for(lambda: not any(alive(k) for k in kids), timeout=120, what=f'the launcher\'s children to stop after {sig}')
         took = time.monotonic() - t0
     finally:
         if p.poll() is None: p.kill()
-    assert p.returncode != 0 and took < 15, (p.returncode, took)
+    assert p.returncode != 0 and took < 120, (p.returncode, took)   # promptly, on a slow busy machine too: well before the servers' own timeouts (600 s)
     print(f"{sig}: the launcher and all its processes stopped {took:.1f} s after the signal")   # the time to stop (pytest -s)
     if sig != 'SIGKILL':
         assert f'{sig}: stopping both servers' in p.stderr.read()
