@@ -1,9 +1,12 @@
 "The mgrpo-train console script, run as a user would: validation before any work, a tiny run, resume."
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from mgrpo_ref.cli import mgrpo_train
 
@@ -60,10 +63,9 @@ def test_tiny_run_and_resume(tmp_path):
     assert steps == [0, 1, 2, 3]
 
 
-def test_a_used_output_folder_is_refused_before_any_work(tmp_path):
+def test_a_used_output_folder_is_refused_before_any_work(tmp_path, fails_in_process):
     (tmp_path / 'metrics.jsonl').write_text('{"step": 0}\n')
-    r = run('--out', str(tmp_path))
-    assert r.returncode != 0 and 'already holds a run (metrics.jsonl)' in r.stderr, r.stderr[-500:]
+    assert 'already holds a run (metrics.jsonl)' in fails_in_process(mgrpo_train, ['--out', str(tmp_path)])   # the script's parser and function
     assert not (tmp_path / 'warmstart').exists()
 
 
@@ -127,16 +129,17 @@ def test_benchmark_file_with_a_retrieval_server(tmp_path, world, warm_policies):
     assert m[-1]['eval/questions'] == 2 and sum(x['sub/episodes'] for x in m[1:]) > 0    # the sub-agent searched through the server
 
 
-def test_mgrpo_config_checks_a_file_and_prints_it_whole(tmp_path):
+def test_mgrpo_config_checks_a_file_and_prints_it_whole(tmp_path, monkeypatch):
     exe = (shutil.which('mgrpo-config') or str(Path(sys.executable).parent / 'mgrpo-config'),)
-    r = run('configs/toy-cpu.json', '--set', 'rollout.k=4', exe=exe)
+    r = run('configs/toy-cpu.json', '--set', 'rollout.k=4', exe=exe)   # the console script
     assert r.returncode == 0, r.stderr[-1000:]
     assert json.loads(r.stdout)['rollout']['k'] == 4 and json.loads(r.stdout)['accel']['cpu'] is False
+    from mgrpo_ref.cli import mgrpo_config                           # what fails, in this process (the script's function)
     (tmp_path / 'bad.json').write_text(json.dumps({'d_max': 0}))
-    r = run(str(tmp_path / 'bad.json'), exe=exe)
-    assert r.returncode != 0 and 'TrainConfig.d_max must be an integer >= 1, got 0' in r.stderr
-    r = run('configs/qwen3-gpu.json', exe=exe)                    # its data files are the user's to fetch
-    assert r.returncode != 0 and "TrainConfig.data.dataset: no file at 'data/webwalkerqa_silver.jsonl'" in r.stderr
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit, match=re.escape('TrainConfig.d_max must be an integer >= 1, got 0')): mgrpo_config(str(tmp_path / 'bad.json'))
+    with pytest.raises(SystemExit, match=re.escape("TrainConfig.data.dataset: no file at 'data/webwalkerqa_silver.jsonl'")):
+        mgrpo_config('configs/qwen3-gpu.json')                        # its data files are the user's to fetch
 
 
 def test_gpu_benchmark_runs_its_code_path_on_the_cpu(tmp_path):
