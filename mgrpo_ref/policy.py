@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['HEAD_CHUNK', 'BASES', 'HUB_NAMES', 'token_logprobs', 'SharedPrefix', 'TokenLogprobs', 'sequence_logprobs',
            'quiet_peft', 'merged_weights', 'Policy', 'trainable_parameters', 'tiny_policy', 'smollm2_path',
-           'load_smollm2']
+           'smollm2_cache', 'load_smollm2']
 
 # %% ../nbs/05b_policy.ipynb #d2daa823
-import copy, functools, json, re
+import copy, functools, json, os, re, shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,17 +247,45 @@ def smollm2_path() -> Path:
     if not ggufs: raise FileNotFoundError(f"no .gguf file under {d}")
     return ggufs[0]
 
-@functools.lru_cache(maxsize=1)
-def _read_smollm2(dtype):
-    "The GGUF dequantized once per process (about 20 s); `load_smollm2` hands out copies."
+def _read_gguf(f: Path, dtype):
+    "SmolLM2 dequantized from the GGUF file `f` (about 15 s on 2 cores: transformers parses the file three times)."
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    f = smollm2_path()
     with _no_hf_bars():
         tok = AutoTokenizer.from_pretrained(f.parent, gguf_file=f.name)
         model = AutoModelForCausalLM.from_pretrained(f.parent, gguf_file=f.name, dtype=dtype).eval()
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
     model.hf_quantizer, model.is_quantized = None, False   # plain float weights now: save_pretrained and Trainer refuse a quantized model
     model.config.__dict__.pop('quantization_config', None)
+    return model, tok
+
+def smollm2_cache(dtype=torch.float32) -> Path | None:
+    """Where the dequantized SmolLM2 is kept for the next process: under MGRPO_CACHE (default ~/.cache/mgrpo-ref;
+    MGRPO_CACHE= empty keeps none), one folder per GGUF file (its size and mtime), transformers release and dtype."""
+    import transformers
+    root = os.environ.get('MGRPO_CACHE', str(Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'mgrpo-ref'))
+    if not root: return None
+    st = smollm2_path().stat()
+    return Path(root) / f"smollm2-{st.st_size}-{st.st_mtime_ns}-transformers{transformers.__version__}-{str(dtype).removeprefix('torch.')}"
+
+@functools.lru_cache(maxsize=1)
+def _read_smollm2(dtype):
+    """SmolLM2 once per process: the weights and tokenizer another process cached (`smollm2_cache`: under a second),
+    else the GGUF dequantized and then cached, written to a folder renamed into place so that no reader sees half of it
+    (a cache that cannot be written is skipped); `load_smollm2` hands out copies."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    f, cache = smollm2_path(), smollm2_cache(dtype)
+    if cache is not None and cache.is_dir():
+        with _no_hf_bars():
+            tok, model = AutoTokenizer.from_pretrained(cache), AutoModelForCausalLM.from_pretrained(cache, dtype=dtype).eval()
+        model.config._name_or_path = str(f.parent)          # as read from the GGUF
+        return model, tok
+    model, tok = _read_gguf(f, dtype)
+    if cache is not None:
+        tmp = cache.with_name(f'{cache.name}.tmp{os.getpid()}')
+        try:
+            with _no_hf_bars(): model.save_pretrained(tmp); tok.save_pretrained(tmp)
+            os.replace(tmp, cache)                            # fails where another process put it there first
+        except OSError: shutil.rmtree(tmp, ignore_errors=True)
     return model, tok
 
 def load_smollm2(dtype=torch.float32) -> Policy:

@@ -27,9 +27,34 @@ def smol():
 
 def test_the_base_loads_as_a_policy_of_its_own_weights(smol):
     assert 130e6 < sum(p.numel() for p in smol.model.parameters()) < 140e6 and smol.base == 'smollm2' and not smol.adapted
-    other = load_smollm2()                                        # the GGUF is read once per process; each policy has its own copy
+    other = load_smollm2()                                        # the base is read once per process; each policy has its own copy
     assert other.model is not smol.model and all(torch.equal(a, b) for a, b in zip(other.model.parameters(), smol.model.parameters()))
     assert Policy.load('smollm2').base == 'smollm2'               # a name in BASES, as every config's model fields take it
+
+
+def test_the_cached_base_is_the_gguf_bit_for_bit(tmp_path, monkeypatch):
+    """A process that finds no cache reads the GGUF and writes its cache folder whole (no half-written folder left); a
+    later process loads that folder: the same weights bit for bit, the same config, tokens, special tokens and chat frame."""
+    from mgrpo_ref import policy
+    monkeypatch.setenv('MGRPO_CACHE', str(tmp_path))
+    policy._read_smollm2.cache_clear()                          # as a new process
+    try:
+        first_model, first_tok = policy._read_smollm2(torch.float32)
+        cache = policy.smollm2_cache()
+        assert cache.parent == tmp_path and cache.is_dir() and [p.name for p in tmp_path.iterdir()] == [cache.name]
+        policy._read_smollm2.cache_clear()
+        model, tok = policy._read_smollm2(torch.float32)
+    finally: policy._read_smollm2.cache_clear()
+    assert model is not first_model
+    a, b = first_model.state_dict(), model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert first_model.config.to_dict() == model.config.to_dict()
+    texts = ['<search>acme labs</search>.', 'Who founded Zorvex Dynamics, and when?\n', ' <|im_start|>user x<|im_end|>\t']
+    assert [first_tok(t).input_ids for t in texts] == [tok(t).input_ids for t in texts]
+    assert (first_tok.all_special_ids, first_tok.pad_token_id, len(first_tok)) == (tok.all_special_ids, tok.pad_token_id, len(tok))
+    msgs = [{'role': 'system', 'content': 'You are a search agent.'}, {'role': 'user', 'content': 'Who founded Acme Labs?'}]
+    assert first_tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) == \
+        tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
 
 
 def test_a_stop_string_that_ends_inside_a_merged_token(smol):
