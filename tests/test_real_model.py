@@ -51,7 +51,7 @@ def test_the_cached_base_is_the_gguf_bit_for_bit(tmp_path, monkeypatch):
     assert first_model.config.to_dict() == model.config.to_dict()
     texts = ['<search>acme labs</search>.', 'Who founded Zorvex Dynamics, and when?\n', ' <|im_start|>user x<|im_end|>\t']
     assert [first_tok(t).input_ids for t in texts] == [tok(t).input_ids for t in texts]
-    assert (first_tok.all_special_ids, first_tok.pad_token_id, len(first_tok)) == (tok.all_special_ids, tok.pad_token_id, len(tok))
+    assert (sorted(first_tok.all_special_ids), first_tok.pad_token_id, len(first_tok)) == (sorted(tok.all_special_ids), tok.pad_token_id, len(tok))   # a set: its order differs across transformers releases
     msgs = [{'role': 'system', 'content': 'You are a search agent.'}, {'role': 'user', 'content': 'Who founded Acme Labs?'}]
     assert first_tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) == \
         tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
