@@ -142,8 +142,7 @@ test: sync
 # real tokenizer, rollouts, the loss), but not the console commands' tests (-k 'not command': their arguments and files,
 # which no transformers release changes; the main run has them), nor the real model's long greedy episodes
 # (token_in_token_out: this project's rollout loop and tokenisation, whose transformers calls the tiny models' tests make
-# here), nor the warm start's (its SFT is the loss's forward and backward) and the real base's cache (a second read of the
-# GGUF; the fixture's load writes and reads this venv's cache). The upper end is the main venv.
+# here), nor the warm start's (its SFT is the loss's forward and backward). The upper end is the main venv.
 LOWER := .venv-lower
 TRANSFORMERS_LOWEST := 5.0.0
 # It sees the main venv's packages (a .pth file adds that venv's site-packages after its own) and installs only what differs:
@@ -162,7 +161,7 @@ $(LOWER)/.installed-$(TRANSFORMERS_LOWEST): $(STAMP)
 lower: $(LOWER)/.installed-$(TRANSFORMERS_LOWEST)
 	$(LOWER)/bin/python -c "import transformers; assert transformers.__version__ == '$(TRANSFORMERS_LOWEST)', transformers.__version__"
 	OMP_NUM_THREADS=1 $(LOWER)/bin/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile tests/test_policy.py \
-	  tests/test_adapters.py tests/test_real_model.py tests/test_rollout.py tests/test_loss.py -k 'not command and not token_in_token_out and not cached_base'
+	  tests/test_adapters.py tests/test_real_model.py tests/test_rollout.py tests/test_loss.py -k 'not command and not token_in_token_out'
 
 # nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/, of configs/README.md and of
 # train_mgrpo.py (mgrpo-train as a file for torchrun; both written by mgrpo-config from nbs/22_cli.ipynb).

@@ -326,6 +326,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'mgrpo_ref.policy.TokenLogprobs.forward': ('policy.html#tokenlogprobs.forward', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy._head_logprobs': ('policy.html#_head_logprobs', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy._no_hf_bars': ('policy.html#_no_hf_bars', 'mgrpo_ref/policy.py'),
+                                  'mgrpo_ref.policy._read_cache': ('policy.html#_read_cache', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy._read_gguf': ('policy.html#_read_gguf', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy._read_smollm2': ('policy.html#_read_smollm2', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy.load_smollm2': ('policy.html#load_smollm2', 'mgrpo_ref/policy.py'),

@@ -267,18 +267,21 @@ def smollm2_cache(dtype=torch.float32) -> Path | None:
     st = smollm2_path().stat()
     return Path(root) / f"smollm2-{st.st_size}-{st.st_mtime_ns}-transformers{transformers.__version__}-{str(dtype).removeprefix('torch.')}"
 
+def _read_cache(cache: Path, dtype):
+    "SmolLM2 from a cache folder that `_read_smollm2` wrote, named as read from the GGUF."
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with _no_hf_bars():
+        tok, model = AutoTokenizer.from_pretrained(cache), AutoModelForCausalLM.from_pretrained(cache, dtype=dtype).eval()
+    model.config._name_or_path = str(smollm2_path().parent)
+    return model, tok
+
 @functools.lru_cache(maxsize=1)
 def _read_smollm2(dtype):
     """SmolLM2 once per process: the weights and tokenizer another process cached (`smollm2_cache`: under a second),
     else the GGUF dequantized and then cached, written to a folder renamed into place so that no reader sees half of it
     (a cache that cannot be written is skipped); `load_smollm2` hands out copies."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     f, cache = smollm2_path(), smollm2_cache(dtype)
-    if cache is not None and cache.is_dir():
-        with _no_hf_bars():
-            tok, model = AutoTokenizer.from_pretrained(cache), AutoModelForCausalLM.from_pretrained(cache, dtype=dtype).eval()
-        model.config._name_or_path = str(f.parent)          # as read from the GGUF
-        return model, tok
+    if cache is not None and cache.is_dir(): return _read_cache(cache, dtype)
     model, tok = _read_gguf(f, dtype)
     if cache is not None:
         tmp = cache.with_name(f'{cache.name}.tmp{os.getpid()}')

@@ -20,9 +20,20 @@ from mgrpo_ref.warmstart import real_warmstart
 
 
 @pytest.fixture(scope='module')
-def smol():
+def base_cache(tmp_path_factory):
+    "This module's own cache folder for the base (`smollm2_cache`), so that `smol` reads the GGUF whatever the machine's cache holds."
+    return tmp_path_factory.mktemp('smollm2-cache')
+
+
+@pytest.fixture(scope='module')
+def smol(base_cache):
+    "The base read from the GGUF, as by a process that finds no cache (it writes `base_cache`)."
+    from mgrpo_ref import policy
     torch.set_num_threads(1)
-    return load_smollm2()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv('MGRPO_CACHE', str(base_cache))
+        policy._read_smollm2.cache_clear()
+        return load_smollm2()
 
 
 def test_the_base_loads_as_a_policy_of_its_own_weights(smol):
@@ -32,19 +43,16 @@ def test_the_base_loads_as_a_policy_of_its_own_weights(smol):
     assert Policy.load('smollm2').base == 'smollm2'               # a name in BASES, as every config's model fields take it
 
 
-def test_the_cached_base_is_the_gguf_bit_for_bit(tmp_path, monkeypatch):
-    """A process that finds no cache reads the GGUF and writes its cache folder whole (no half-written folder left); a
-    later process loads that folder: the same weights bit for bit, the same config, tokens, special tokens and chat frame."""
+def test_the_cached_base_is_the_gguf_bit_for_bit(smol, base_cache):
+    """The process that read the GGUF (`smol`) wrote its cache folder whole (no half-written folder left); a later process
+    loads that folder: the same weights bit for bit, the same config, tokens, special tokens and chat frame."""
     from mgrpo_ref import policy
-    monkeypatch.setenv('MGRPO_CACHE', str(tmp_path))
-    policy._read_smollm2.cache_clear()                          # as a new process
-    try:
-        first_model, first_tok = policy._read_smollm2(torch.float32)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv('MGRPO_CACHE', str(base_cache))
         cache = policy.smollm2_cache()
-        assert cache.parent == tmp_path and cache.is_dir() and [p.name for p in tmp_path.iterdir()] == [cache.name]
-        policy._read_smollm2.cache_clear()
-        model, tok = policy._read_smollm2(torch.float32)
-    finally: policy._read_smollm2.cache_clear()
+    assert cache.parent == base_cache and cache.is_dir() and [p.name for p in base_cache.iterdir()] == [cache.name]
+    first_model, first_tok = policy._read_smollm2(torch.float32)       # this process's read of the GGUF
+    model, tok = policy._read_cache(cache, torch.float32)              # as a later process reads it
     assert model is not first_model
     a, b = first_model.state_dict(), model.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
