@@ -206,7 +206,7 @@ pytest: $(STAMP)
 #   make real-warmstarts warm starts 1-4 of the real contrast (the shipped one's recipe, another seed each)
 #   make real-contrast   mgrpo, frozen_sub, single and shared x 5 warm starts x 2 seeds, resuming: docs/real_contrast.{csv,md}
 #   make real-curves     seed 0 of each arm of real-contrast continued to 36 steps, evaluated every 12: docs/real_curves.{csv,md,png}, docs/real_behaviour.csv
-#   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, 8 steps; before and after on 120 test questions (one sample each), their paired gain: runs/real-demo
+#   make real-demo       M-GRPO trains SmolLM2 from the shipped real warm start on this CPU, 4 steps of 3 questions; before and after on the 40 one-hop test questions (one sample each), their paired gain: runs/real-demo
 # (docs/timings.md has the wall time of each.) A stopped real-demo resumes from its last checkpoint when run again.
 REAL := mgrpo_ref/checkpoints/smollm2
 real-warmstart: $(STAMP)
