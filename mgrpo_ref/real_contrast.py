@@ -166,6 +166,7 @@ def trace_table(rows: list[dict]) -> str:
         lines += [f"| `{a}` | {len(g)} | {g['silent'].mean():.1f} | {g['silent_wrong'].mean():.1f} | {g['silent_right'].mean():.1f} |" for a, g in df.groupby('arm', sort=False)]
     return '\n'.join(lines)
 
+# %% ../nbs/21d_real_contrast.ipynb #rc000009
 def hop_rows(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 1)) -> list[dict]:
     "One row per finished run and question depth (hops): the held-out accuracy of those questions before training (the start's shared evaluation) and after, sampled and greedy."
     rows, depth = [], {}
@@ -189,6 +190,7 @@ def hop_table(rows: list[dict]) -> str:
         lines.append(f"| `{a}` | {h} | {len(g)} | {g.questions.iloc[0]} | {g.before.mean():.3f} → {g.after.mean():.3f} | {g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} |")
     return '\n'.join(lines)
 
+# %% ../nbs/21d_real_contrast.ipynb #rc000012
 TABLES_MARK = '<!-- the tables below are written by mgrpo-real-contrast; the text above is kept -->'
 
 def real_contrast_docs(out: str | Path, docs: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 1), spread: list[dict] = ()) -> str:
@@ -209,4 +211,3 @@ def real_contrast_docs(out: str | Path, docs: str | Path, warmstarts=WARM_STARTS
     head = md.read_text().split(TABLES_MARK)[0] + TABLES_MARK + '\n\n' if md.exists() and TABLES_MARK in md.read_text() else ''
     md.write_text(head + text)
     return text
-
