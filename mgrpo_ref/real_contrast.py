@@ -200,7 +200,7 @@ def real_contrast_docs(out: str | Path, docs: str | Path, warmstarts=WARM_STARTS
     trace, hops = real_contrast_trace(out, warmstarts, arms, seeds), hop_rows(out, warmstarts, arms, seeds)
     text = grid_table(rows) + '\n\nThe primary differences (the plan above: t over warm starts, Holm over the two; the two-way bootstrap over warm starts and questions as the robustness analysis, `primary_table`):\n\n' + primary_table(rows, out) + '\n'
     if spread:
-        text += ('\nThe evaluation alone (`eval_spread`: the same adapters, other evaluation seeds):\n\n| warm start | start | questions | sampled, per seed (sd) | greedy, per seed (sd) | greedy answers that differ from seed 0 |\n|---|---|---|---|---|---|\n'
+        text += ('\nThe evaluation alone (`eval_spread`: the same adapters, other evaluation seeds):\n\n| warm start | start | questions | sampled, per seed (sd) | greedy, per seed (sd) | questions whose greedy outcome differs from seed 0 |\n|---|---|---|---|---|---|\n'
                  + ''.join(f"| {s['warmstart']} | {s['start']} | {s['questions']} | {', '.join(f'{x:.3f}' for x in s['sampled'])} ({s['sampled_sd']:.3f}) | "
                            f"{', '.join(f'{x:.3f}' for x in s['greedy'])} ({s['greedy_sd']:.3f}) | {', '.join(map(str, s['greedy_flips']))} |\n" for s in spread))
     text += '\nThe training steps, first three -> last three (`run_trace`):\n\n' + trace_table(trace) + '\n'
