@@ -57,7 +57,7 @@ CONFIGS = {
                       "the main agent on cuda:0 and the sub-agent on cuda:1, TensorBoard tracking; WebWalkerQA files and a local retrieval server",
     'smollm2-cpu.json': "a real pretrained chat model on a 2-core CPU (`make real-demo`): SmolLM2-135M-Instruct for both agents as LoRA "
                         "adapters (`models.lora`, rank 8; the shipped real warm start comes from `--checkpoint mgrpo_ref/checkpoints/smollm2`), "
-                        "4 steps of B = 3 questions x K = 6 rollouts (about 50 s each on 2 threads here), turns of at most 40 tokens (the oracle's longest is 24 SmolLM2 tokens), "
+                        "4 steps of B = 3 questions x K = 6 rollouts (about 100 s each on 2 threads of this project's 2-core Xeon on a slow day: docs/timings.md), turns of at most 40 tokens (the oracle's longest is 24 SmolLM2 tokens), "
                         "learning rate 1e-4 for the adapters, micro-batches of 2 (at 8 a single-agent run held 15.6 GB at its first step and was killed for memory beside a second run and tests; "
                         "the same gradient), evaluation before and after on the 40 one-hop test questions (`eval_hops`), one sampled episode each and no greedy one (`eval_greedy`; "
                         "the run length, the batch and the evaluation were chosen on the validation split: `07b_real_model`)",
