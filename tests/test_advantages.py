@@ -14,7 +14,7 @@ element = st.tuples(st.sampled_from([0.0, 0.1, 1.0, 0.55]) | st.floats(-5, 5, al
 @given(st.lists(element, min_size=1, max_size=40), st.sampled_from([0, 1]))
 def test_matches_naive_loop(elems, ddof):
     r, g, w = map(list, zip(*elems))
-    adv, info = group_advantages(torch.tensor(r), torch.tensor(g), torch.tensor(w), ddof=ddof)
+    adv, info = group_advantages(torch.tensor(r, dtype=torch.float64), torch.tensor(g), torch.tensor(w), ddof=ddof)   # the loop's floats, not rounded to float32 first
     naive = group_advantages_naive(r, g, w, ddof=ddof)
     assert torch.allclose(adv.double(), torch.tensor(naive, dtype=torch.float64), atol=1e-6, rtol=1e-6)
     for grp in set(g):                                            # weighted mean 0, std 1 where std > 0

@@ -13,9 +13,25 @@ ROOT = Path(__file__).parent.parent
 
 
 def bench(*args) -> dict:
+    "What a script of bench/ prints last (one JSON object), run as its own process."
     r = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture()
+def bench_here(capfd, monkeypatch):
+    """`(script, *args) -> dict`: as `bench`, with the script's main() run in this process (its imports already made here;
+    a new interpreter costs about 6 s of CPU on a slow 2-core machine). For the scripts that start no process of their own."""
+    from conftest import _as_a_command
+    def run(script, *args) -> dict:
+        monkeypatch.setattr(sys, 'argv', [script, *args]); monkeypatch.syspath_prepend(str((ROOT / script).parent))   # as `python bench/x.py` sees it
+        spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
+        module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+        capfd.readouterr()
+        with _as_a_command(): module.main()
+        return json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    return run
 
 
 @pytest.fixture(scope='module')
@@ -23,8 +39,8 @@ def checkpoint(warm_policies, tmp_path_factory):
     return save_policies({r: warm_policies[r] for r in ('main', 'sub')}, tmp_path_factory.mktemp('warm'))
 
 
-def test_step_breakdown_accounts_for_the_step(checkpoint):
-    out = bench('bench/step.py', '--checkpoint', str(checkpoint), '--steps', '3', '--set', 'questions_per_step=2,rollout.k=4')
+def test_step_breakdown_accounts_for_the_step(checkpoint, bench_here):
+    out = bench_here('bench/step.py', '--checkpoint', str(checkpoint), '--steps', '3', '--set', 'questions_per_step=2,rollout.k=4')
     s, sec = out['shares'], out['seconds']
     assert out['store'] == 'redis' and out['questions'] == 2 and out['k'] == 4
     for phase in ('main generation', 'sub generation', 'tools', 'store I/O', 'main update'):
@@ -34,17 +50,17 @@ def test_step_breakdown_accounts_for_the_step(checkpoint):
     assert 0 < out['bookkeeping_share'] < 0.1, out['bookkeeping_share']   # rewards, alignment, advantages, Redis: a sliver of a step
 
 
-def test_scaling_sweeps_batch_and_d_max(checkpoint, tmp_path):
-    out = bench('bench/scaling.py', '--checkpoint', str(checkpoint), '--steps', '2', '--batches', '1,2', '--dmax', '1,3',
+def test_scaling_sweeps_batch_and_d_max(checkpoint, tmp_path, bench_here):
+    out = bench_here('bench/scaling.py', '--checkpoint', str(checkpoint), '--steps', '2', '--batches', '1,2', '--dmax', '1,3',
                 '--k', '2', '--out', str(tmp_path))
     assert [p['rollouts'] for p in out['batch']] == [2, 4] and [p['d_max'] for p in out['d_max']] == [1, 3]
     assert all(p['seconds_per_step'] > 0 and 0 < p['bookkeeping_share'] < 1 for p in out['batch'] + out['d_max'])
     assert (tmp_path / 'scaling.png').stat().st_size > 0 and json.loads((tmp_path / 'scaling.json').read_text()) == out
 
 
-def test_vs_trl_runs_both_sides_on_one_workload():
+def test_vs_trl_runs_both_sides_on_one_workload(bench_here):
     pytest.importorskip('trl')
-    out = bench('bench/vs_trl.py', '--repeats', '1', '--questions', '2', '--k', '8', '--tokens', '6')
+    out = bench_here('bench/vs_trl.py', '--repeats', '1', '--questions', '2', '--k', '8', '--tokens', '6')
     ours, trl = out['ours'], out['trl']
     assert out['ratio_seconds_per_step'] == pytest.approx(ours['seconds_per_step'] / trl['seconds_per_step'], rel=1e-2)
     # the same prompts, K completions each: the prompt tokens in the trained sequences agree exactly

@@ -12,7 +12,6 @@ from mgrpo_ref.experiments import collect, mgrpo_experiment
 from mgrpo_ref.warmstart import save_policies
 
 EXE = shutil.which('mgrpo-experiment') or str(Path(sys.executable).parent / 'mgrpo-experiment')
-AUDIT = shutil.which('mgrpo-audit') or str(Path(sys.executable).parent / 'mgrpo-audit')
 TINY = 'questions_per_step=2,rollout.k=2,rollout.max_turns_main=3,rollout.max_turns_sub=3,eval_questions=4,eval_samples=1,checkpoint_every=0'
 
 
@@ -40,8 +39,8 @@ def test_bad_input_fails_before_any_work(tmp_path, fails_in_process):
         assert not out.exists(), args                     # failed before the warm start wrote anything
 
 
-def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path, fails_in_process):
-    "Named arms of one mode (mgrpo with and without the expert term) and a baseline, 2 seeds, 2 steps: the table, its diagnostics, reuse."
+def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path, fails_in_process, runs_in_process):
+    "Named arms of one mode (mgrpo with and without the expert term) and a baseline, 2 seeds, 2 steps: the table, its diagnostics, reuse. The first command runs as a user runs it; the others in this process."
     ck = save_policies(warm_policies, tmp_path / 'warmstart')
     out = tmp_path / 'exp'
     args = ('--arms', 'mgrpo,mgrpo_outcome,single', '--seeds', '0,1', '--steps', '2', '--set', TINY,
@@ -65,23 +64,20 @@ def test_tiny_ablation_from_one_checkpoint(warm_policies, tmp_path, fails_in_pro
     assert two['subtask_accuracy'].between(0, 1).all() and two['repeated_share'].between(0, 1).all()
     assert df[df.arm == 'single'][['subtask_accuracy', 'sub_zero_signal', 'repeated_share']].isna().all().all()
     first = (out / 'ablations.csv').read_text()
-    r = run(*args)                                                        # again: finished runs are reused
-    assert r.returncode == 0 and (out / 'ablations.csv').read_text() == first, r.stderr[-3000:]
+    runs_in_process(mgrpo_experiment, list(args))                         # again: finished runs are reused
+    assert (out / 'ablations.csv').read_text() == first
     # the two-agent arms of a seed start from the same policies and are evaluated on the same samples
     for s in (0, 1):
         before = df[df.seed == s].set_index('arm')['before']
         assert before['mgrpo'] == before['mgrpo_outcome']
     # --pool reads finished experiments side by side (here the same one twice) and trains nothing
-    r = run('--arms', 'mgrpo,single', '--seeds', '0,1', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled'), '--table', 'ws')
-    assert r.returncode == 0, r.stderr[-3000:]
+    runs_in_process(mgrpo_experiment, ['--arms', 'mgrpo,single', '--seeds', '0,1', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled'), '--table', 'ws'])
     md = (tmp_path / 'pooled' / 'ws.md').read_text()
     assert md.count('\n| ') == 2 * 4 and md.count('| **pooled** | 8 |') == 2 and not (tmp_path / 'pooled' / 'mgrpo').exists()   # sampled and greedy: a header and 3 rows each
     from mgrpo_ref.audit import mgrpo_audit                               # what fails, in this process (the commands' own parsers and functions)
     assert 'run mgrpo_dmax4 seed 0 has no summary' in fails_in_process(mgrpo_experiment, ['--arms', 'mgrpo_dmax4', '--seeds', '0', '--pool', f'{out},{out}', '--out', str(tmp_path / 'pooled')])
     # mgrpo-audit labels the delegations of the two-agent arms' final checkpoints
-    audit = lambda *a: subprocess.run([AUDIT, *a], capture_output=True, text=True, timeout=900)
-    r = audit('--folders', str(out), '--arms', 'mgrpo,mgrpo_outcome', '--seeds', '0,1', '--questions', '3', '--k', '2', '--out', str(tmp_path / 'audit'))
-    assert r.returncode == 0, r.stderr[-3000:]
+    runs_in_process(mgrpo_audit, ['--folders', str(out), '--arms', 'mgrpo,mgrpo_outcome', '--seeds', '0,1', '--questions', '3', '--k', '2', '--out', str(tmp_path / 'audit')])
     a = pd.read_csv(tmp_path / 'audit' / 'audit.csv')
     assert sorted(zip(a.arm, a.seed)) == [('mgrpo', 0), ('mgrpo', 1), ('mgrpo_outcome', 0), ('mgrpo_outcome', 1)] and (a.step == 2).all()
     assert a[['not_a_hop', 'hop_accuracy', 'rollouts_right']].apply(lambda c: c.between(0, 1)).all().all()

@@ -80,3 +80,16 @@ def test_editable_build_prints_no_setuptools_box(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1].endswith('.whl')
     for word in ('Warning', 'InformationOnly', 'would be ignored', 'Editable installation'): assert word not in r.stderr, r.stderr
+
+
+def test_every_console_script_is_installed_and_loads():
+    "Each console script of settings.ini is in this environment's bin and names a command function (tests run most of them in-process, conftest.runs_in_process)."
+    import configparser, sys
+    from importlib.metadata import entry_points
+    ini = configparser.ConfigParser(); ini.read(PKG.parent / 'settings.ini')
+    declared = dict(s.split('=') for s in ini['DEFAULT']['console_scripts'].split())
+    installed = {ep.name: ep for ep in entry_points(group='console_scripts') if ep.name in declared}
+    assert {n: ep.value for n, ep in installed.items()} == declared
+    for name, ep in installed.items():
+        assert (Path(sys.executable).parent / name).is_file(), name
+        assert callable(ep.load()) and hasattr(ep.load(), '__wrapped__'), name   # a fastcore call_parse command

@@ -14,7 +14,11 @@ from mgrpo_ref.warmstart import save_policies
 from conftest import TRAINED_ALIKE, apart
 from test_tracking import tb_scalars
 
-CTX = multiprocessing.get_context('spawn')
+# The tests' servers fork from one process that has imported the package once (forkserver), where spawn would start each
+# as a new interpreter and import torch and transformers again (about 6 s of CPU each on a slow 2-core machine).
+# decoupled() and the console scripts, which the tests below also run, start theirs as users get them.
+CTX = multiprocessing.get_context('forkserver')
+CTX.set_forkserver_preload(['mgrpo_ref.servers'])
 
 
 def config(**kw) -> TrainConfig:
@@ -28,8 +32,8 @@ def start(warm_policies, tmp_path_factory):
     return save_policies({r: warm_policies[r] for r in ('main', 'sub')}, tmp_path_factory.mktemp('start'))
 
 
-def spawn(target, *args, **kw):
-    p = CTX.Process(target=target, args=args, kwargs=kw); p.start(); return p
+def spawn(target, *args, ctx=CTX, **kw):
+    p = ctx.Process(target=target, args=args, kwargs=kw); p.start(); return p
 
 
 def lines(path: Path) -> list[dict]:
@@ -153,18 +157,17 @@ def test_bad_messages_are_rejected_and_only_statistics_cross(start, tmp_path, ca
         assert set(rec) == RECORD and all(isinstance(v, (bool, int, float)) for v in rec.values()), rec
 
 
-def test_cli_wrong_password_fails_at_start_and_no_process_is_left(start, tmp_path):
+def test_cli_wrong_password_fails_at_start_and_no_process_is_left(start, tmp_path, fails_in_process, runs_in_process):
+    "mgrpo-decoupled's parser and function in this process (the signal tests below start the console script): a wrong password fails before any server starts; a run leaves no process behind."
+    from mgrpo_ref.cli import mgrpo_decoupled
     with LocalRedis(tmp_path / 'redis', password='right') as redis:
         bad = redis.url.replace('right', 'wrong')
-        r = subprocess.run([Path(sys.executable).parent / 'mgrpo-decoupled', '--checkpoint', str(start), '--steps', '1',
-                            '--redis-url', bad, '--out', str(tmp_path / 'run')], capture_output=True, text=True, timeout=120)
-        assert r.returncode != 0 and "refused the password" in r.stderr and 'wrong' not in r.stderr
+        msg = fails_in_process(mgrpo_decoupled, ['--checkpoint', str(start), '--steps', '1', '--redis-url', bad, '--out', str(tmp_path / 'run')])
+        assert "refused the password" in msg and 'wrong' not in msg
     out = tmp_path / 'ok'
-    r = subprocess.run([Path(sys.executable).parent / 'mgrpo-decoupled', '--checkpoint', str(start), '--steps', '2', '--threads', '1',
-                        '--set', 'questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1', '--quiet', '--out', str(out)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    printed, _ = runs_in_process(mgrpo_decoupled, ['--checkpoint', str(start), '--steps', '2', '--threads', '1', '--quiet', '--out', str(out),
+                                                   '--set', 'questions_per_step=2,rollout.k=2,eval_questions=2,eval_samples=1'])
+    summary = json.loads(printed.strip().splitlines()[-1])
     assert summary['decoupled'] and summary['steps'] == 2 and summary['mode'] == 'mgrpo'
     assert {'eval_accuracy_before', 'eval_accuracy_after', 'seconds', 'seed'} <= set(summary)
     assert (out / 'curves.png').exists() and (out / 'sub_server/checkpoint/sub').is_dir()
@@ -190,7 +193,7 @@ def test_the_two_server_commands_train_together(start, tmp_path):
     assert [s for s, _ in sub_tb['sub/frac_reward_zero_std']] == [1, 2] and 'main/reward' not in sub_tb
 
 
-def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path):
+def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path, runs_in_process):
     """A main server and a sub server, each launched on two processes (torchrun, gloo) and each sharded with FSDP, train
     what one co-located process trains. (Under DDP the servers differ only in how AgentTrainer wraps the model, which
     tests/test_ddp.py checks both ways.)"""
@@ -211,9 +214,8 @@ def test_servers_on_two_processes_each_train_like_co_located(start, tmp_path):
     assert len(printed) == 1 and printed[0]['processes'] == 2                   # two main ranks trained; the main one reports
     answered = {e['process'] for e in lines(tmp_path / 'sub' / 'timeline.jsonl') if e['phase'] == 'train'}
     assert answered == {0, 1}                                                    # both sub ranks trained every step
-    one = subprocess.run([bin_ / 'mgrpo-train', '--checkpoint', str(start), '--out', str(tmp_path / 'one'), '--quiet', *small],
-                         capture_output=True, text=True, timeout=600, env=env)
-    assert one.returncode == 0, one.stderr[-2000:]
+    from mgrpo_ref.cli import mgrpo_train                  # one process: this one (one torch thread, as pytest's workers run)
+    runs_in_process(mgrpo_train, ['--checkpoint', str(start), '--out', str(tmp_path / 'one'), '--quiet', *small])
     two_m, one_m = steps(tmp_path / 'main'), steps(tmp_path / 'one')
     sub_m = lines(tmp_path / 'sub' / 'metrics.jsonl')
     assert [m['step'] for m in two_m] == [m['step'] for m in sub_m] == [1, 2]
@@ -247,7 +249,8 @@ def test_duplicate_delegations_early_and_late_run_once(start, world, tmp_path, m
         seen.append(msg)
         return n
     with LocalRedis(tmp_path / 'redis') as redis:
-        sub = spawn(servers.run_sub_server, cfg, redis.url, tmp_path / 'run/sub_server', start, threads=1)
+        sub = spawn(servers.run_sub_server, cfg, redis.url, tmp_path / 'run/sub_server', start, threads=1,
+                    ctx=multiprocessing.get_context('spawn'))      # a new interpreter: its stderr is this test's (capfd), not the fork server's
         monkeypatch.setattr(RedisStore, 'push', push_with_copies)
         servers.run_main_server(cfg, redis.url, tmp_path / 'run', start, threads=1, progress=False)
         monkeypatch.undo()
@@ -284,9 +287,9 @@ def children(pid: int) -> list[int]:
     return [int(x) for x in r.stdout.split()]
 
 
-@pytest.mark.parametrize('sig', ['SIGTERM', 'SIGINT', 'SIGKILL'])
+@pytest.mark.parametrize('sig', ['SIGTERM', 'SIGKILL'])
 def test_a_signal_to_mgrpo_decoupled_leaves_no_process(start, tmp_path, sig):
-    "SIGTERM or SIGINT: the launcher stops both servers and Redis and exits; SIGKILL: the servers and Redis notice and exit."
+    "SIGTERM: the launcher stops both servers and Redis and exits; SIGKILL: the servers and Redis notice and exit. (SIGINT, Ctrl-C, takes SIGTERM's handler: test_sigint_is_handled_as_sigterm.)"
     import signal
     out = tmp_path / 'run'
     p = subprocess.Popen([Path(sys.executable).parent / 'mgrpo-decoupled', '--checkpoint', str(start), '--steps', '50', '--threads', '1',
@@ -321,3 +324,17 @@ def test_a_sub_server_alone_stops_after_its_idle_timeout(start, tmp_path):
                            timeout=300, env={**os.environ, 'MGRPO_REDIS_URL': redis.url})
     assert r.returncode != 0 and "no delegation and no finished step for 3.0 s" in r.stderr
     assert "is the main server of run 'alone' gone? Stopping." in r.stderr
+
+
+def test_sigint_is_handled_as_sigterm():
+    "Ctrl-C (SIGINT) and SIGTERM, in this process: each sets a server's stop flag (it ends after its step, with a checkpoint) and a second one stops it at once. The launcher, decoupled(), sets one handler for both too; the end-to-end test above sends SIGTERM."
+    import signal
+    assert threading.current_thread() is threading.main_thread()       # (only the main thread takes signals)
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        stop = threading.Event()
+        with servers.stop_on_signals(stop, 'test server'):
+            os.kill(os.getpid(), sig); wait_for(stop.is_set, timeout=60, what=f'{sig.name} to set the stop flag')
+            with pytest.raises(KeyboardInterrupt, match=f'test server: {sig.name} again, stopping now'):
+                os.kill(os.getpid(), sig); wait_for(lambda: False, timeout=60, what=f'a second {sig.name} to stop at once')
+    assert {s: signal.getsignal(s) for s in before} == before                         # the handlers as they were, after

@@ -45,7 +45,8 @@ def test_bad_input_fails_before_any_work(tmp_path, fails_in_process):
         assert not out.exists(), args                     # failed before the warm start wrote anything
 
 
-def test_tiny_run_and_resume(tmp_path):
+def test_tiny_run_and_resume(tmp_path, runs_in_process):
+    "A tiny run as a user starts it (its own process), then resumed in this process (the same parser and function)."
     out = tmp_path / 'run'
     r = run('--steps', '2', '--warmstart-steps', '3', '--set', TINY, '--out', str(out), '--quiet')
     assert r.returncode == 0, r.stderr[-2000:]
@@ -57,8 +58,7 @@ def test_tiny_run_and_resume(tmp_path):
     assert f"greedy accuracy {s['eval_greedy_before']:.3f} -> {s['eval_greedy_after']:.3f}: {gain_words(s['eval_paired']['greedy'])}" in r.stdout
     for f in ('metrics.jsonl', 'summary.json', 'curves.png', 'config.json', 'checkpoint/state.json', 'warmstart/main/config.json'):
         assert (out / f).is_file(), f
-    r = run('--steps', '3', '--set', TINY, '--out', str(out), '--resume', '--quiet')
-    assert r.returncode == 0, r.stderr[-2000:]
+    runs_in_process(mgrpo_train, ['--steps', '3', '--set', TINY, '--out', str(out), '--resume', '--quiet'])
     steps = [json.loads(l)['step'] for l in (out / 'metrics.jsonl').read_text().splitlines()]
     assert steps == [0, 1, 2, 3]
 
@@ -88,13 +88,15 @@ def test_config_files_load_and_toy_cpu_is_the_defaults():
 
 
 def summary_of(r) -> dict:
+    "The summary a command prints last: from a process's result, or from the (stdout, stderr) of conftest.runs_in_process."
+    if isinstance(r, tuple): return json.loads(r[0].strip().splitlines()[-1])
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_toy_cpu_config_runs_two_steps(tmp_path):
-    s = summary_of(run('--config', 'configs/toy-cpu.json', '--steps', '2', '--checkpoint', str(SHIPPED), '--set', TINY,
-                       '--out', str(tmp_path / 'run'), '--quiet'))
+def test_toy_cpu_config_runs_two_steps(tmp_path, runs_in_process):
+    s = summary_of(runs_in_process(mgrpo_train, ['--config', 'configs/toy-cpu.json', '--steps', '2', '--checkpoint', str(SHIPPED),
+                                                 '--set', TINY, '--out', str(tmp_path / 'run'), '--quiet']))
     assert s['steps'] == 2 and json.loads((tmp_path / 'run' / 'config.json').read_text())['data']['dataset'] == 'world'
 
 
@@ -109,7 +111,7 @@ def test_script_runs_two_steps_with_bf16_autocast_and_gradient_checkpointing(tmp
     assert m['main/version'] >= 1 or m['main/skipped'] == 'zero_signal', m
 
 
-def test_benchmark_file_with_a_retrieval_server(tmp_path, world, warm_policies):
+def test_benchmark_file_with_a_retrieval_server(tmp_path, world, warm_policies, runs_in_process):
     "--dataset reads a WebWalkerQA-format file and --retriever-url sends search and visit to a /retrieve server."
     from mgrpo_ref.tools import serve_retrieval
     from mgrpo_ref.warmstart import save_policies
@@ -120,21 +122,20 @@ def test_benchmark_file_with_a_retrieval_server(tmp_path, world, warm_policies):
     (tmp_path / 'test.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows[:4]))
     server = serve_retrieval(world.pages)
     try:
-        s = summary_of(run('--dataset', f'webwalkerqa:{tmp_path}/ww.jsonl', '--retriever-url', server.url, '--steps', '2',
-                           '--checkpoint', str(start), '--set', TINY + f',data.eval_dataset=webwalkerqa:{tmp_path}/test.jsonl',
-                           '--out', str(tmp_path / 'run'), '--quiet'))
+        s = summary_of(runs_in_process(mgrpo_train, ['--dataset', f'webwalkerqa:{tmp_path}/ww.jsonl', '--retriever-url', server.url, '--steps', '2',
+                                                     '--checkpoint', str(start), '--set', TINY + f',data.eval_dataset=webwalkerqa:{tmp_path}/test.jsonl',
+                                                     '--out', str(tmp_path / 'run'), '--quiet']))
     finally: server.shutdown()
     assert s['steps'] == 2 and s['eval_accuracy_after'] is not None
     m = [json.loads(l) for l in (tmp_path / 'run' / 'metrics.jsonl').read_text().splitlines()]
     assert m[-1]['eval/questions'] == 2 and sum(x['sub/episodes'] for x in m[1:]) > 0    # the sub-agent searched through the server
 
 
-def test_mgrpo_config_checks_a_file_and_prints_it_whole(tmp_path, monkeypatch):
-    exe = (shutil.which('mgrpo-config') or str(Path(sys.executable).parent / 'mgrpo-config'),)
-    r = run('configs/toy-cpu.json', '--set', 'rollout.k=4', exe=exe)   # the console script
-    assert r.returncode == 0, r.stderr[-1000:]
-    assert json.loads(r.stdout)['rollout']['k'] == 4 and json.loads(r.stdout)['accel']['cpu'] is False
-    from mgrpo_ref.cli import mgrpo_config                           # what fails, in this process (the script's function)
+def test_mgrpo_config_checks_a_file_and_prints_it_whole(tmp_path, monkeypatch, runs_in_process):
+    "In this process, through the script's parser and function (tests/test_memory.py starts the console script)."
+    from mgrpo_ref.cli import mgrpo_config
+    out, _ = runs_in_process(mgrpo_config, ['configs/toy-cpu.json', '--set', 'rollout.k=4'])
+    assert json.loads(out)['rollout']['k'] == 4 and json.loads(out)['accel']['cpu'] is False
     (tmp_path / 'bad.json').write_text(json.dumps({'d_max': 0}))
     monkeypatch.chdir(ROOT)
     with pytest.raises(SystemExit, match=re.escape('TrainConfig.d_max must be an integer >= 1, got 0')): mgrpo_config(str(tmp_path / 'bad.json'))
@@ -143,6 +144,7 @@ def test_mgrpo_config_checks_a_file_and_prints_it_whole(tmp_path, monkeypatch):
 
 
 def test_gpu_benchmark_runs_its_code_path_on_the_cpu(tmp_path):
+    "bench/gpu.py as its own process (its Accelerator takes bf16, which accelerate's process-wide state fixes once per process)."
     r = run('bench/gpu.py', '--size', 'tiny', '--steps', '2', '--out', str(tmp_path),
             '--set', 'accel.cpu=true,accel.main_device=null,accel.sub_device=null,questions_per_step=2,rollout.k=2',
             exe=(sys.executable,))

@@ -90,10 +90,10 @@ EXE = shutil.which('mgrpo-rollout') or str(Path(sys.executable).parent / 'mgrpo-
 
 
 @pytest.mark.parametrize('mode', ['mgrpo', 'single'])
-def test_rollout_command_json(mode):
-    r = subprocess.run([EXE, '--mode', mode, '--questions', '3', '--k', '2', '--json'], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    s = json.loads(r.stdout.strip().splitlines()[-1])
+def test_rollout_command_json(mode, runs_in_process):
+    "In this process, through the command's parser and function (tiny_warm below starts it as a user does)."
+    from mgrpo_ref.warmstart import mgrpo_rollout
+    s = json.loads(runs_in_process(mgrpo_rollout, ['--mode', mode, '--questions', '3', '--k', '2', '--json'])[0].strip().splitlines()[-1])
     assert s['mode'] == mode and s['episodes'] == 6 and 0 <= s['accuracy'] <= 1 and s['gen_tokens_per_s'] > 0
     roles = ['main', 'sub'] if mode == 'mgrpo' else ['single']
     assert set(s['format_ok_rate']) <= set(roles) and set(s['mean_turns']) <= set(roles) and roles[0] in s['format_ok_rate']
@@ -110,12 +110,12 @@ def tiny_warm(tmp_path_factory):
     return out
 
 
-def test_rollout_command_warmstart_and_checkpoint(tiny_warm):
+def test_rollout_command_warmstart_and_checkpoint(tiny_warm, runs_in_process):
     out = tiny_warm
     assert all((out / role / 'config.json').is_file() for role in ('main', 'sub', 'single'))
-    r = subprocess.run([EXE, '--checkpoint', str(out), '--mode', 'single', '--questions', '2', '--k', '1', '--json'],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and json.loads(r.stdout.strip().splitlines()[-1])['episodes'] == 2
+    from mgrpo_ref.warmstart import mgrpo_rollout
+    printed, _ = runs_in_process(mgrpo_rollout, ['--checkpoint', str(out), '--mode', 'single', '--questions', '2', '--k', '1', '--json'])
+    assert json.loads(printed.strip().splitlines()[-1])['episodes'] == 2
 
 
 @pytest.mark.parametrize('args,msg', [(['--mode', 'trio'], "--mode must be 'mgrpo' or 'single', got 'trio'"),
@@ -130,8 +130,8 @@ def test_rollout_command_bad_input(args, msg, fails_in_process):
 SFT_STEPS = shutil.which('mgrpo-real-sft-steps') or str(Path(sys.executable).parent / 'mgrpo-real-sft-steps')
 
 
-def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path, tiny_warm):
-    "mgrpo-real-sft-steps on a tiny warm start: a row per fraction and one for the warm start itself, on validation questions; run again, it keeps them and fine-tunes nothing."
+def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path, tiny_warm, runs_in_process):
+    "mgrpo-real-sft-steps on a tiny warm start: a row per fraction and one for the warm start itself, on validation questions; run again (in this process), it keeps them and fine-tunes nothing."
     out, keep = tmp_path / 'steps.csv', tmp_path / 'keep'
     args = [SFT_STEPS, '--warm', str(tiny_warm), '--fractions', '0.25,0.5', '--questions', '2', '--samples', '1', '--out', str(out), '--keep', str(keep)]
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -142,8 +142,9 @@ def test_sft_steps_command_cuts_a_warm_start_and_resumes(tmp_path, tiny_warm):
     assert (rows.system == 'mgrpo').all() and (rows.questions == 2).all() and rows.sampled_format_ok.between(0, 1).all()
     assert all((keep / f / role).is_dir() for f in ('0.25', '0.5') for role in ('main', 'sub'))
     stamp, text = (keep / 'curves-sub.json').stat().st_mtime_ns, out.read_text()
-    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and out.read_text() == text and (keep / 'curves-sub.json').stat().st_mtime_ns == stamp
+    from mgrpo_ref.real import mgrpo_real_sft_steps
+    runs_in_process(mgrpo_real_sft_steps, args[1:])
+    assert out.read_text() == text and (keep / 'curves-sub.json').stat().st_mtime_ns == stamp
 
 
 def test_sft_steps_command_bad_input(tmp_path):
