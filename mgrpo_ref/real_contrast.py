@@ -194,10 +194,13 @@ def hop_table(rows: list[dict]) -> str:
 TABLES_MARK = '<!-- the tables below are written by mgrpo-real-contrast; the text above is kept -->'
 
 def real_contrast_docs(out: str | Path, docs: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 1), spread: list[dict] = ()) -> str:
-    "Write DOCS/real_contrast.csv (`grid_rows`), real_contrast_trace.csv, real_contrast_hops.csv and real_contrast.md (the tables, with the evaluation's spread where given, below the text that stands above TABLES_MARK there) from the finished runs under OUT; returns the markdown."
-    rows = grid_rows(out, warmstarts, arms, seeds)
-    if not rows: raise FileNotFoundError(f"no finished run under {str(out)!r}")
-    trace, hops = real_contrast_trace(out, warmstarts, arms, seeds), hop_rows(out, warmstarts, arms, seeds)
+    """Write DOCS/real_contrast.csv (`grid_rows`), real_contrast_trace.csv, real_contrast_hops.csv and real_contrast.md (the tables, with the evaluation's spread where given, below the text that stands above TABLES_MARK there) from the finished runs under OUT; returns the markdown.
+    A warm start enters the tables once all its runs (every arm and seed) have finished: every arm is then compared over the same warm starts."""
+    done = lambda w: sum((Path(out) / f'ws{w}' / a / f'seed{s}' / 'summary.json').exists() for a in arms for s in seeds)
+    complete, pending = [w for w in warmstarts if done(w) == len(arms) * len(seeds)], {w: done(w) for w in warmstarts if 0 < done(w) < len(arms) * len(seeds)}
+    rows = grid_rows(out, complete, arms, seeds)
+    if not rows: raise FileNotFoundError(f"no finished run of a warm start with all its runs under {str(out)!r}")
+    trace, hops = real_contrast_trace(out, complete, arms, seeds), hop_rows(out, complete, arms, seeds)
     text = grid_table(rows) + '\n\nThe primary differences (the plan above: t over warm starts, Holm over the two; the two-way bootstrap over warm starts and questions as the robustness analysis, `primary_table`):\n\n' + primary_table(rows, out) + '\n'
     if spread:
         text += ('\nThe evaluation alone (`eval_spread`: the same adapters, other evaluation seeds):\n\n| warm start | start | questions | sampled, per seed (sd) | greedy, per seed (sd) | questions whose greedy outcome differs from seed 0 |\n|---|---|---|---|---|---|\n'
@@ -205,6 +208,7 @@ def real_contrast_docs(out: str | Path, docs: str | Path, warmstarts=WARM_STARTS
                            f"{', '.join(f'{x:.3f}' for x in s['greedy'])} ({s['greedy_sd']:.3f}) | {', '.join(map(str, s['greedy_flips']))} |\n" for s in spread))
     text += '\nThe training steps, first three -> last three (`run_trace`):\n\n' + trace_table(trace) + '\n'
     text += '\nHeld-out accuracy by question depth, before -> after (`hop_rows`):\n\n' + hop_table(hops) + '\n'
+    text += ''.join(f"\nWarm start {w} is left out of every table until all its runs have finished ({n} of {len(arms) * len(seeds)} so far).\n" for w, n in pending.items())
     Path(docs).mkdir(parents=True, exist_ok=True)
     for name, r in (('real_contrast.csv', rows), ('real_contrast_trace.csv', trace), ('real_contrast_hops.csv', hops)): write_rows(r, Path(docs) / name)
     md = Path(docs) / 'real_contrast.md'                                   # the text above TABLES_MARK (the plan) is kept
