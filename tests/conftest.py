@@ -98,7 +98,8 @@ def runs_in_process(capfd):
     """`(command, args) -> (stdout, stderr)`: what `command` (a console script's function) prints on the command line `args`,
     parsed as its script parses them, run from the repository root in this process. A new interpreter costs its imports
     (torch and transformers: about 6 s of CPU on a slow 2-core machine) before any work; the tests that run a command again,
-    or run a second command of a kind, run it here. Each console script still has a test that starts it as a user does."""
+    or run a second command of a kind, run it here. Every console script is checked to be installed and to load
+    (test_package), and each training, experiment, server and rollout command still starts as a user starts it in some test."""
     def runs(command, args: list[str]) -> tuple[str, str]:
         kw = _command_args(command, args)
         capfd.readouterr()
