@@ -387,6 +387,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                           'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.run_trace': ( 'real_contrast.html#run_trace',
                                                                                 'mgrpo_ref/real_contrast.py'),
+                                         'mgrpo_ref.real_contrast.runs_per_warmstart': ( 'real_contrast.html#runs_per_warmstart',
+                                                                                         'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.silent_groups': ( 'real_contrast.html#silent_groups',
                                                                                     'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.trace_keys': ( 'real_contrast.html#trace_keys',

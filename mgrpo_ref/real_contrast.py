@@ -6,7 +6,7 @@
 __all__ = ['REAL_ARMS', 'START', 'START_MODE', 'REAL_MODEL', 'WARM_STARTS', 'PRIMARY', 'TABLES_MARK', 'warm_start_path',
            'evaluations', 'finished_runs', 'before_of', 'grid_rows', 'grid_table', 'question_differences',
            'primary_table', 'silent_groups', 'trace_keys', 'training_steps', 'run_trace', 'real_contrast_trace',
-           'trace_table', 'hop_rows', 'hop_table', 'real_contrast_docs']
+           'trace_table', 'hop_rows', 'hop_table', 'runs_per_warmstart', 'real_contrast_docs']
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000005
 import json
@@ -193,11 +193,17 @@ def hop_table(rows: list[dict]) -> str:
 # %% ../nbs/21d_real_contrast.ipynb #rc000012
 TABLES_MARK = '<!-- the tables below are written by mgrpo-real-contrast; the text above is kept -->'
 
+def runs_per_warmstart(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 1)) -> dict[int, int]:
+    "How many of each warm start's runs (arms x seeds) have finished under OUT (`finished_runs`)."
+    n = {w: 0 for w in warmstarts}
+    for w, *_ in finished_runs(out, warmstarts, arms, seeds): n[w] += 1
+    return n
+
 def real_contrast_docs(out: str | Path, docs: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 1), spread: list[dict] = ()) -> str:
     """Write DOCS/real_contrast.csv (`grid_rows`), real_contrast_trace.csv, real_contrast_hops.csv and real_contrast.md (the tables, with the evaluation's spread where given, below the text that stands above TABLES_MARK there) from the finished runs under OUT; returns the markdown.
     A warm start enters the tables once all its runs (every arm and seed) have finished: every arm is then compared over the same warm starts."""
-    done = lambda w: sum((Path(out) / f'ws{w}' / a / f'seed{s}' / 'summary.json').exists() for a in arms for s in seeds)
-    complete, pending = [w for w in warmstarts if done(w) == len(arms) * len(seeds)], {w: done(w) for w in warmstarts if 0 < done(w) < len(arms) * len(seeds)}
+    n, whole = runs_per_warmstart(out, warmstarts, arms, seeds), len(arms) * len(seeds)
+    complete, pending = [w for w, k in n.items() if k == whole], {w: k for w, k in n.items() if 0 < k < whole}
     rows = grid_rows(out, complete, arms, seeds)
     if not rows: raise FileNotFoundError(f"no finished run of a warm start with all its runs under {str(out)!r}")
     trace, hops = real_contrast_trace(out, complete, arms, seeds), hop_rows(out, complete, arms, seeds)
