@@ -324,6 +324,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'mgrpo_ref.policy.TokenLogprobs': ('policy.html#tokenlogprobs', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy.TokenLogprobs.__init__': ('policy.html#tokenlogprobs.__init__', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy.TokenLogprobs.forward': ('policy.html#tokenlogprobs.forward', 'mgrpo_ref/policy.py'),
+                                  'mgrpo_ref.policy._gguf_parsed_once': ('policy.html#_gguf_parsed_once', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy._head_logprobs': ('policy.html#_head_logprobs', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy._no_hf_bars': ('policy.html#_no_hf_bars', 'mgrpo_ref/policy.py'),
                                   'mgrpo_ref.policy._read_cache': ('policy.html#_read_cache', 'mgrpo_ref/policy.py'),

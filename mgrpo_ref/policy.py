@@ -9,7 +9,7 @@ __all__ = ['HEAD_CHUNK', 'BASES', 'HUB_NAMES', 'token_logprobs', 'SharedPrefix',
 
 # %% ../nbs/05b_policy.ipynb #d2daa823
 import copy, functools, json, os, re, shutil
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,10 +247,25 @@ def smollm2_path() -> Path:
     if not ggufs: raise FileNotFoundError(f"no .gguf file under {d}")
     return ggufs[0]
 
-def _read_gguf(f: Path, dtype):
-    "SmolLM2 dequantized from the GGUF file `f` (about 15 s on 2 cores: transformers parses the file three times)."
+@contextmanager
+def _gguf_parsed_once():
+    """Inside, each GGUF file is parsed once and gguf's tensor-name map built once: transformers (5.x) parses the file
+    for the tokenizer, again for the config and again for the weights, and builds the map once per module (397 times
+    for SmolLM2). Both are read-only there, so the weights come out the same, in half the time."""
+    import gguf
+    reader, names, readers = gguf.GGUFReader, gguf.get_tensor_name_map, {}
+    def parsed_once(path, *args, **kw):
+        key = (str(path), args, tuple(sorted(kw.items())))
+        if key not in readers: readers[key] = reader(path, *args, **kw)
+        return readers[key]
+    gguf.GGUFReader, gguf.get_tensor_name_map = parsed_once, functools.lru_cache(maxsize=None)(names)
+    try: yield
+    finally: gguf.GGUFReader, gguf.get_tensor_name_map = reader, names
+
+def _read_gguf(f: Path, dtype, once: bool = True):
+    "SmolLM2 dequantized from the GGUF file `f`; `once=False` lets transformers parse it three times (`_gguf_parsed_once`)."
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    with _no_hf_bars():
+    with _no_hf_bars(), (_gguf_parsed_once() if once else nullcontext()):
         tok = AutoTokenizer.from_pretrained(f.parent, gguf_file=f.name)
         model = AutoModelForCausalLM.from_pretrained(f.parent, gguf_file=f.name, dtype=dtype).eval()
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
