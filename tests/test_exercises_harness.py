@@ -2,9 +2,6 @@
 the order of the method track), the solution passes every test and the untouched stub fails every one (for want of an
 implementation), a plausible wrong solution fails at least one, and the package's own alignment passes the alignment tests."""
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,12 +11,24 @@ SOLUTIONS, STUBS = ROOT / 'exercises' / 'solutions.py', ROOT / 'exercises' / 'mg
 EXERCISES = ('reward', 'alignment', 'advantages', 'surrogate', 'step')   # exercises 1 to 5; each test is named test_<exercise>_...
 
 
+class Outcomes:
+    "A pytest plugin that keeps each test's outcome: PASSED, or FAILED / ERROR with the text of what was raised."
+    def __init__(self): self.seen = {}
+    def pytest_runtest_logreport(self, report):
+        name = report.nodeid.split('::')[-1]
+        if report.failed: self.seen[name] = f"{'FAILED' if report.when == 'call' else 'ERROR'} {name} - {report.longreprtext[-2000:]}"
+        elif report.when == 'call' and name not in self.seen: self.seen[name] = f'PASSED {name}'
+
+
 def outcomes(path: Path) -> dict[str, str]:
-    "The short-summary line of each exercise test (PASSED, FAILED or ERROR, and why), run against the exercise file `path`."
-    r = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-rA', '-p', 'no:cacheprovider', str(ROOT / 'tests' / 'exercises')],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, 'MGRPO_EXERCISES': str(path), 'COLUMNS': '300'})
-    lines = [l for l in r.stdout.splitlines() if l.startswith(('PASSED ', 'FAILED ', 'ERROR '))]
-    return {l.split()[1].split('::')[-1]: l for l in lines}
+    """Each exercise test's outcome (PASSED, FAILED or ERROR, and why), run against the exercise file `path` by pytest
+    in this process (its `ex` fixture reads MGRPO_EXERCISES in each session), as `pytest tests/exercises` runs them."""
+    got = Outcomes()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv('MGRPO_EXERCISES', str(path))
+        code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', str(ROOT / 'tests' / 'exercises')], plugins=[got])
+    assert code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), code
+    return got.seen
 
 
 def test_solutions_pass_and_stubs_fail_every_exercise():
