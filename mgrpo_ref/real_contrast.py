@@ -27,7 +27,7 @@ def warm_start_path(w: int, results: str | Path = 'results/real-contrast') -> Pa
     from mgrpo_ref.warmstart import real_warmstart
     return real_warmstart() if w == 0 else Path(results) / f'ws{w}' / 'warmstart'
 
-# %% ../nbs/21d_real_contrast.ipynb #gr000016
+# %% ../nbs/21d_real_contrast.ipynb #gr000036
 def evaluations(run: str | Path) -> dict[int, dict]:
     "A run's held-out evaluations question by question (its eval_questions.jsonl), by step; a step evaluated twice (a run killed between an evaluation and its checkpoint evaluates again on resuming) keeps the later."
     return {e['step']: e['by_question'] for e in map(json.loads, Path(run, 'eval_questions.jsonl').read_text().splitlines())}
@@ -46,6 +46,7 @@ def before_of(out: str | Path, w: int, arm: str) -> dict:
     if not p.exists(): raise FileNotFoundError(f"{p}: the evaluation before training of warm start {w}, {START[arm]}, is missing")
     return json.loads(p.read_text())
 
+# %% ../nbs/21d_real_contrast.ipynb #gr000016
 def grid_rows(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 1)) -> list[dict]:
     "One row per finished run: warm start, arm, seed, budget, evaluated questions, held-out accuracy before (shared) and after, sampled and greedy, seconds."
     rows = []
