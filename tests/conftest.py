@@ -4,6 +4,12 @@ from pathlib import Path
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
+# ATEN_CPU_CAPABILITY=default (or avx2) holds torch's own kernels below an AVX-512 CPU, as a check on a slower machine
+# does; oneDNN must be held with them, or torch 2.13's bfloat16 attention on a CPU with AVX-512 BF16 or AMX fails with
+# "pack_vnni2 is only supported when avx512 is supported" (torch asks oneDNN what the CPU has, then ATen what it may
+# use). A CPU without AVX-512 has neither, so this only makes the held machine consistent, as `make cpu-guard` does.
+if os.environ.get('ATEN_CPU_CAPABILITY', '').lower() in ('default', 'avx2'):
+    os.environ.setdefault('ONEDNN_MAX_CPU_ISA', 'AVX2')
 
 import pytest
 from hypothesis import settings
