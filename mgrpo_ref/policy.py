@@ -251,7 +251,8 @@ def smollm2_path() -> Path:
 def _gguf_parsed_once():
     """Inside, each GGUF file is parsed once and gguf's tensor-name map built once: transformers (5.x) parses the file
     for the tokenizer, again for the config and again for the weights, and builds the map once per module (397 times
-    for SmolLM2). Both are read-only there, so the weights come out the same, in half the time."""
+    for SmolLM2). Both are read-only there, so the weights come out the same (the slow check below), in
+    about a third of the time."""
     import gguf
     reader, names, readers = gguf.GGUFReader, gguf.get_tensor_name_map, {}
     def parsed_once(path, *args, **kw):
