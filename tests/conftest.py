@@ -41,7 +41,18 @@ def pytest_addoption(parser):
     parser.addoption('--runslow', action='store_true', default=False, help='also run tests marked slow')
 
 
+# The files whose tests take longest in all (`--durations`, docs/timings.md), slowest first. `make test` runs pytest with
+# `--dist loadfile --no-loadscope-reorder`, so its two workers take whole files in collection order: started first,
+# these end before the short files do, instead of one worker finishing a long file begun last while the other waits.
+# (xdist's own order, most tests first, starts test_course.py's 117 quick checks first and these late.) Order only.
+SLOWEST_FILES = ('test_servers.py', 'test_train_cli.py', 'test_real_model.py', 'test_warmstart.py', 'test_bench.py',
+                 'test_ddp.py', 'test_experiments.py', 'test_reproducible.py')
+assert all((Path(__file__).parent / name).is_file() for name in SLOWEST_FILES), 'a file of SLOWEST_FILES was renamed'
+
+
 def pytest_collection_modifyitems(config, items):
+    first = {name: i for i, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))   # stable: every other file, and each file's own order, kept
     if config.getoption('--runslow'): return
     skip = pytest.mark.skip(reason='slow: run with --runslow')
     for item in items:
