@@ -102,9 +102,12 @@ def test_rollout_command_json(mode, runs_in_process):
 
 @pytest.fixture(scope='module')
 def tiny_warm(tmp_path_factory):
-    "A tiny warm start made by the command (4 SFT steps per role), shared by the tests that read one."
+    """A tiny warm start made by the command (4 SFT steps per role, on demonstrations of 32 questions: a config file, as
+    users give one; the default's whole pool is 8,000 oracle episodes), shared by the tests that read one."""
     out = tmp_path_factory.mktemp('warm') / 'ckpt'
-    r = subprocess.run([EXE, '--warmstart', '--warmstart-steps', '4', '--save', str(out), '--questions', '1', '--k', '1'],
+    cfg = out.parent / 'warmstart.json'
+    cfg.write_text(json.dumps({'questions': 32, 'samples_per_question': 1}))
+    r = subprocess.run([EXE, '--warmstart', '--warmstart-steps', '4', '--warmstart-config', str(cfg), '--save', str(out), '--questions', '1', '--k', '1'],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return out
@@ -113,6 +116,8 @@ def tiny_warm(tmp_path_factory):
 def test_rollout_command_warmstart_and_checkpoint(tiny_warm, runs_in_process):
     out = tiny_warm
     assert all((out / role / 'config.json').is_file() for role in ('main', 'sub', 'single'))
+    made = json.loads((out / 'warmstart.json').read_text())['config']          # the file's fields and the flag's steps, recorded
+    assert (made['questions'], made['samples_per_question'], made['steps_main'], made['steps_sub']) == (32, 1, 4, 4)
     from mgrpo_ref.warmstart import mgrpo_rollout
     printed, _ = runs_in_process(mgrpo_rollout, ['--checkpoint', str(out), '--mode', 'single', '--questions', '2', '--k', '1', '--json'])
     assert json.loads(printed.strip().splitlines()[-1])['episodes'] == 2
