@@ -62,7 +62,7 @@ def test_vs_trl_runs_both_sides_on_one_workload(bench_here):
     pytest.importorskip('trl')
     out = bench_here('bench/vs_trl.py', '--repeats', '1', '--questions', '2', '--k', '8', '--tokens', '6')
     ours, trl = out['ours'], out['trl']
-    assert out['ratio_seconds_per_step'] == pytest.approx(ours['seconds_per_step'] / trl['seconds_per_step'], rel=1e-2)
+    assert out['ratio_seconds_per_step'] == round(ours['seconds_per_step'] / trl['seconds_per_step'], 3)   # as printed: 3 decimals (a tolerance relative to a ratio near 0.04 is tighter than that rounding)
     # the same prompts, K completions each: the prompt tokens in the trained sequences agree exactly
     assert ours['trained_tokens_per_step'] - ours['generated_tokens_per_step'] == trl['trained_tokens_per_step'] - trl['generated_tokens_per_step']
     assert 0 < ours['generated_tokens_per_step'] <= 2 * 8 * 6 and 0 < trl['generated_tokens_per_step'] <= 2 * 8 * 6
