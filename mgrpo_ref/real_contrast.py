@@ -58,8 +58,8 @@ def grid_rows(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0,
                      'greedy_before': b['greedy'], 'greedy_after': m['eval_greedy_after'], 'seconds': round(m['seconds'])})
     return rows
 
-def grid_table(rows: list[dict], base: str = 'mgrpo') -> str:
-    "Markdown: per arm, its runs (per warm start), accuracy before -> after and its gain (each a mean over warm starts of the mean over their seeds) ([95% CI over warm starts] warm starts ahead); then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead); then the sampled gains' differences in words (`paired_words`: where not detectable, the smallest estimate this grid could have told from 0)."
+def grid_table(rows: list[dict], base: str = 'mgrpo', in_words=None) -> str:
+    "Markdown: per arm, its runs (per warm start), accuracy before -> after and its gain (each a mean over warm starts of the mean over their seeds) ([95% CI over warm starts] warm starts ahead); then `base` minus each other arm on the same warm start and seed, after and in gain, sampled and greedy ([95% CI over warm starts] warm starts ahead); then the sampled gains' differences of the arms `in_words` (every other arm by default) in words (`paired_words`: where not detectable, the smallest estimate this grid could have told from 0)."
     import pandas as pd
     from mgrpo_ref.paired import paired_cell, paired_differences, paired_stats, paired_words
     df = pd.DataFrame(rows)
@@ -76,8 +76,9 @@ def grid_table(rows: list[dict], base: str = 'mgrpo') -> str:
     for a in others:
         d = [paired_differences(df, base, a, c) for c in ('gain', 'greedy_gain', 'after', 'greedy_after')]
         lines.append(f'| `{a}` | ' + ' | '.join(paired_cell(paired_stats(v)) if len(v) else '–' for v in d) + ' |')
-    lines += ['', 'The gains in sampled accuracy, in words:', '']
-    lines += [f"- `{base}` − `{a}`: {paired_words(paired_stats(d))}" for a in others if len(d := paired_differences(df, base, a, 'gain'))]
+    worded = [a for a in others if in_words is None or a in in_words]
+    if worded: lines += ['', 'The gains in sampled accuracy, in words:', '']
+    lines += [f"- `{base}` − `{a}`: {paired_words(paired_stats(d))}" for a in worded if len(d := paired_differences(df, base, a, 'gain'))]
     return '\n'.join(lines)
 
 # %% ../nbs/21d_real_contrast.ipynb #pr000002
@@ -212,7 +213,7 @@ def real_contrast_docs(out: str | Path, docs: str | Path, warmstarts=WARM_STARTS
     rows = grid_rows(out, complete, arms, seeds)
     if not rows: raise FileNotFoundError(f"no finished run of a warm start with all its runs under {str(out)!r}")
     trace, hops = real_contrast_trace(out, complete, arms, seeds), hop_rows(out, complete, arms, seeds)
-    text = grid_table(rows) + f"\n\n{PARTS['primary']} (the plan above: t over warm starts, Holm over the two; the two-way bootstrap over warm starts and questions as the robustness analysis, `primary_table`):\n\n" + primary_table(rows, out) + '\n'
+    text = grid_table(rows, in_words=[a for a in arms if a not in PRIMARY]) + f"\n\n{PARTS['primary']} (the plan above: t over warm starts, Holm over the two; the two-way bootstrap over warm starts and questions as the robustness analysis, `primary_table`):\n\n" + primary_table(rows, out) + '\n'
     if spread:
         text += (f"\n{PARTS['spread']} (`eval_spread`: the same adapters, other evaluation seeds):\n\n" '| warm start | start | questions | sampled, per seed (sd) | greedy, per seed (sd) | questions whose greedy outcome differs from seed 0 |\n|---|---|---|---|---|---|\n'
                  + ''.join(f"| {s['warmstart']} | {s['start']} | {s['questions']} | {', '.join(f'{x:.3f}' for x in s['sampled'])} ({s['sampled_sd']:.3f}) | "
