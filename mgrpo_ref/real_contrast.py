@@ -102,7 +102,7 @@ def question_differences(out: str | Path, other: str, base: str = 'mgrpo', warms
     return pd.DataFrame(rows).T
 
 def primary_table(rows: list[dict], out: str | Path, base: str = 'mgrpo', draws: int = 10_000, planned: int = len(WARM_STARTS)) -> str:
-    "Markdown: each primary difference (`base` minus each arm of PRIMARY, sampled gain) with its 95% t interval over warm starts and warm starts ahead, the t test's p, Holm's adjusted p over the family, whether that is below 0.05 (marked exploratory while fewer than the plan's `planned` warm starts are in), and the 95% interval of `two_way_bootstrap` over warm starts and questions."
+    "Markdown: each primary difference (`base` minus each arm of PRIMARY, sampled gain) with its 95% t interval over warm starts and warm starts ahead, the t test's p, Holm's adjusted p over the family, the planned test's verdict, Holm p < 0.05 (none while fewer than the plan's `planned` warm starts are in), and the 95% interval of `two_way_bootstrap` over warm starts and questions."
     import pandas as pd
     from mgrpo_ref.paired import holm, paired_cell, paired_differences, paired_stats, two_way_bootstrap
     df = pd.DataFrame(rows)
@@ -110,13 +110,13 @@ def primary_table(rows: list[dict], out: str | Path, base: str = 'mgrpo', draws:
     tests = {a: paired_stats(d) for a in PRIMARY if len(d := paired_differences(df, base, a, 'gain'))}
     adjusted = holm({a: p.p for a, p in tests.items()})
     n = len(set(df.warmstart))
-    note = '' if n >= planned else f" (exploratory: {n} of the plan's {planned} warm starts)"
-    lines = [f'| primary difference, sampled gain | mean [95% CI over warm starts] | p (t) | p (Holm, {len(tests)} tests) | Holm p < 0.05 | two-way bootstrap, 95% |',
+    verdict = lambda a: ('yes' if adjusted[a] < 0.05 else 'no') if n >= planned else f"not yet ({n} of the plan's {planned} warm starts)"
+    lines = [f'| primary difference, sampled gain | mean [95% CI over warm starts] | p (t) | p (Holm, {len(tests)} tests) | planned test: Holm p < 0.05 | two-way bootstrap, 95% |',
              '|---|---|---|---|---|---|']
     for a, p in tests.items():
         qd = question_differences(out, a, base, sorted(set(df.warmstart)))
         boot = '[{:+.3f}, {:+.3f}]'.format(*two_way_bootstrap(qd, draws)) if len(qd) > 1 else '–'
-        lines.append(f"| `{base}` − `{a}` | {paired_cell(p)} | {p.p:.3f} | {adjusted[a]:.3f} | {'yes' if adjusted[a] < 0.05 else 'no'}{note} | {boot} |")
+        lines.append(f"| `{base}` − `{a}` | {paired_cell(p)} | {p.p:.3f} | {adjusted[a]:.3f} | {verdict(a)} | {boot} |")
     return '\n'.join(lines)
 
 # %% ../nbs/21d_real_contrast.ipynb #rc000007
