@@ -1,23 +1,16 @@
 "Data-parallel training on two CPU processes (gloo), DDP and FSDP: both ranks end with the same parameters, and those of one process."
 import json
-import multiprocessing
-import time
-from multiprocessing.connection import wait
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from conftest import TRAINED_ALIKE, apart
-import ddp_worker
-from mgrpo_ref.store import free_port
 
-# The runs' processes fork from one that has imported the package (forkserver), as tests/test_servers.py's servers do,
-# with the environment torchrun gives them (rank, world size, a free port on the loopback): torchrun would start a
-# launcher and a new interpreter per process, each importing torch and transformers again (about 8 s of CPU each on a slow
-# 2-core machine, 14 in this file). test_servers.py's two-process test and ddp_worker.py's own entry point use torchrun.
-CTX = multiprocessing.get_context('forkserver')
-CTX.set_forkserver_preload(['ddp_worker'])
+WORKER = Path(__file__).parent / 'ddp_worker.py'
 
 
 @pytest.fixture(scope='module')
@@ -32,18 +25,12 @@ def start_params(start: Path) -> dict:
     return {r: torch.cat([p.detach().flatten() for p in Policy.load(start / r).model.parameters()]) for r in ('main', 'sub')}
 
 
-def launch(n: int, out: Path, start: Path, overrides: dict | None = None, resume: bool = False, timeout: float = 600) -> dict:
-    "ddp_worker.run on `n` forked processes; the first to fail stops the others (a rank left waiting in a collective)."
-    port = free_port()
-    procs = [CTX.Process(target=ddp_worker.rank_main, args=(r, n, port, (out, start, overrides or {}, resume))) for r in range(n)]
-    for p in procs: p.start()
-    deadline = time.monotonic() + timeout
-    while any(p.is_alive() for p in procs) and not any(p.exitcode for p in procs) and time.monotonic() < deadline:
-        wait([p.sentinel for p in procs if p.is_alive()], timeout=1)
-    for p in procs:
-        if p.is_alive(): p.kill()
-        p.join()
-    assert [p.exitcode for p in procs] == [0] * n, [p.exitcode for p in procs]
+def launch(n: int, out: Path, start: Path, overrides: dict | None = None, resume: bool = False) -> dict:
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(n), str(WORKER), str(out), str(start),
+           json.dumps(overrides or {}), *(['resume'] if resume else [])]
+    env = {**os.environ, 'OMP_NUM_THREADS': '1'}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
     return json.loads((out / 'ddp.json').read_text())
 
 
