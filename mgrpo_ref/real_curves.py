@@ -223,11 +223,14 @@ def plot_curves(rows: list[dict]):
     return fig
 
 def real_curves_docs(curves, docs, results='results/real-contrast', warmstarts=WARM_STARTS, arms=REAL_ARMS) -> str:
-    "Write DOCS/real_curves.csv (`curve_rows`), real_curves.md (`curve_table`, collapses, `block_trace` and depth tables), real_curves.png (`plot_curves`) and real_behaviour.csv (`behaviour_rows`) from the finished curve runs under CURVES; returns the markdown."
+    """Write DOCS/real_curves.csv (`curve_rows`), real_curves.md (`curve_table`, collapses, `block_trace` and depth tables), real_curves.png (`plot_curves`) and real_behaviour.csv (`behaviour_rows`) from the finished curve runs under CURVES; returns the markdown.
+    A warm start enters them once every arm of `arms` has finished there, so that every arm is compared over the same warm starts; the others are listed."""
     import pandas as pd
-    rows = curve_rows(curves, results, warmstarts, arms)
-    if not rows: raise FileNotFoundError(f"no finished curve run under {str(curves)!r}")
-    df, runs = curve_frame(rows), list(finished_runs(curves, warmstarts, arms, (CURVE_SEED,)))
+    done = {w: [a for _, a, *_ in finished_runs(curves, (w,), arms, (CURVE_SEED,))] for w in warmstarts}
+    complete = [w for w, d in done.items() if len(d) == len(arms)]
+    rows = curve_rows(curves, results, complete, arms)
+    if not rows: raise FileNotFoundError(f"no warm start under {str(curves)!r} has finished curve runs of all of {list(arms)}")
+    df, runs = curve_frame(rows), list(finished_runs(curves, complete, arms, (CURVE_SEED,)))
     metrics = {(w, a): [json.loads(l) for l in open(run / 'metrics.jsonl')] for w, a, s, run, c in runs}
     col = pd.DataFrame([{'arm': a, 'warmstart': w, **collapses([r for r in rows if (r['warmstart'], r['arm']) == (w, a)], metrics[w, a], a)} for w, a in metrics])
     text = curve_table(rows) + '\n\nCollapses per arm (the plan: sampled accuracy 0.10 below step 0 at an evaluation; training format-ok under 0.8 over 4 steps):\n\n'
@@ -243,6 +246,7 @@ def real_curves_docs(curves, docs, results='results/real-contrast', warmstarts=W
                  '| what | warm start | sampled: committed, again | greedy: committed, again | answers that differ, greedy; sampled |\n|---|---|---|---|---|\n'
                  + ''.join(f"| {r['what']} | {r['warmstart']} | {r['sampled_committed']:.3f}, {r['sampled_again']:.3f} | {r['greedy_committed']:.3f}, {r['greedy_again']:.3f} | "
                            f"{r['greedy_differ']}; {r['sampled_differ']} of {r['questions']} |\n" for r in mach))
+    text += ''.join(f"\nWarm start {w} is left out of the tables above until all its arms have finished ({len(d)} of {len(arms)} so far).\n" for w, d in done.items() if 0 < len(d) < len(arms))
     Path(docs).mkdir(parents=True, exist_ok=True)
     write_rows(rows, Path(docs) / 'real_curves.csv'); write_rows(behaviour_rows(rows), Path(docs) / 'real_behaviour.csv')
     (Path(docs) / 'real_curves.md').write_text(text)
@@ -289,4 +293,5 @@ def mgrpo_real_curves(
         missing = [w for w in ws if not (warm_start_path(w, results) / 'warmstart.json').exists()]
         if missing: raise SystemExit(f"mgrpo-real-curves: warm starts {missing} are missing: make real-warmstarts")
         real_curves(out, grid, config, ws, names, workers, results, curve_results)
-    print(real_curves_docs(curve_results, docs, results, ws, names))
+    try: print(real_curves_docs(curve_results, docs, results, ws, names))
+    except FileNotFoundError as e: raise SystemExit(f"mgrpo-real-curves: {e}") from None
