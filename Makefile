@@ -164,7 +164,7 @@ $(LOWER)/.installed-$(TRANSFORMERS_LOWEST): $(STAMP)
 
 lower: $(LOWER)/.installed-$(TRANSFORMERS_LOWEST)
 	$(LOWER)/bin/python -c "import transformers; assert transformers.__version__ == '$(TRANSFORMERS_LOWEST)', transformers.__version__"
-	OMP_NUM_THREADS=1 $(LOWER)/bin/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile tests/test_policy.py \
+	OMP_NUM_THREADS=1 $(LOWER)/bin/python -m pytest -q -p no:cacheprovider -n $(SIDE_WORKERS) tests/test_policy.py \
 	  tests/test_adapters.py tests/test_real_model.py tests/test_rollout.py tests/test_loss.py -k 'not command and not token_in_token_out'
 
 # nbdev-export + nbdev-clean must change nothing: the notebooks are the source of mgrpo_ref/, of configs/README.md and of
@@ -191,6 +191,9 @@ notebooks-kernel: $(STAMP)
 # worker would put four on 2 cores; with one, the suite took 771 s here with nothing else running); the 15 slowest tests are printed so that a
 # slow CI says where its time went (a fresh-clone CI has taken 12 to 30 minutes on these shared machines)
 PYTEST_WORKERS ?= 2
+# the lower bound and the CPU guard run in pytest's own process (-n 0): `make test` runs them beside pytest's two workers, so a
+# worker of their own would only add CPU, each xdist worker collecting (importing) every test file of its run again
+SIDE_WORKERS ?= 0
 # a learner's CPU runs other kernels than the machines this project is built on (AVX-512 here): the tests that compare two
 # runs or two code paths bit for bit or to a rounding bound (DDP against one process, the one-file loop against Trainer), again under torch's generic kernels with MKL and oneDNN held
 # to AVX2 (issue 43). The whole suite passes under each ATEN_CPU_CAPABILITY (docs/timings.md); this is the cheap guard.
@@ -198,7 +201,7 @@ CPU_GUARD := tests/test_ddp.py::test_two_processes_train_like_one tests/test_min
   tests/test_minimal.py::test_with_the_packages_own_chunks_the_weights_agree_to_rounding
 cpu-guard: $(STAMP)
 	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(CPU_GUARD)
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -n $(SIDE_WORKERS) $(CPU_GUARD)
 
 pytest: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_DESELECT)
