@@ -187,11 +187,14 @@ def hop_rows(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 
     return rows
 
 def hop_table(rows: list[dict]) -> str:
-    "Markdown: per arm and question depth, the mean over its runs of held-out accuracy before -> after, sampled and greedy."
+    "Markdown: per arm and question depth, the mean over its runs of held-out accuracy before -> after and the gain on those questions ([95% CI over warm starts] warm starts ahead, as in `grid_table`), sampled and greedy."
     import pandas as pd
-    lines = ['| arm | hops | runs | questions | sampled | greedy |', '|---|---|---|---|---|---|']
+    from mgrpo_ref.paired import paired_cell, paired_stats
+    lines = ['| arm | hops | runs | questions | sampled | gain, sampled | greedy | gain, greedy |', '|---|---|---|---|---|---|---|---|']
     for (a, h), g in pd.DataFrame(rows).groupby(['arm', 'hops'], sort=False):
-        lines.append(f"| `{a}` | {h} | {len(g)} | {g.questions.iloc[0]} | {g.before.mean():.3f} → {g.after.mean():.3f} | {g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} |")
+        gain = lambda after, before: paired_cell(paired_stats((g[after] - g[before]).set_axis(pd.MultiIndex.from_frame(g[['warmstart', 'seed']]))))
+        lines.append(f"| `{a}` | {h} | {len(g)} | {g.questions.iloc[0]} | {g.before.mean():.3f} → {g.after.mean():.3f} | {gain('after', 'before')} | "
+                     f"{g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} | {gain('greedy_after', 'greedy_before')} |")
     return '\n'.join(lines)
 
 # %% ../nbs/21d_real_contrast.ipynb #rc000012
