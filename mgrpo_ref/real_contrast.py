@@ -158,16 +158,26 @@ def real_contrast_trace(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS,
     return rows
 
 def trace_table(rows: list[dict]) -> str:
-    "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none); then, where the rows have them, the `silent_groups` counts per run (their mean over its runs)."
+    "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none); where the rows span warm starts, the change (last minus first) of the deciding agent's accuracy, zero signal, the trained model's entropy and the delegations, each with its [95% CI over warm starts]; then, where the rows have them, the `silent_groups` counts per run (their mean over its runs, [95% CI over warm starts])."
     import pandas as pd
+    from mgrpo_ref.paired import paired_cell, paired_stats
     df, names = pd.DataFrame(rows), ('accuracy', 'zero_signal', 'format_ok', 'cut', 'entropy', 'sub_entropy', 'sub_zero_signal', 'delegations')
     lines = ['| arm | runs | ' + ' | '.join(n.replace('_', ' ') for n in names) + ' |', '|---' * (len(names) + 2) + '|']
     for a, g in df.groupby('arm', sort=False):
         cell = lambda n: f"{g[n + '_first'].mean():.3f} → {g[n + '_last'].mean():.3f}" if n + '_first' in g and g[n + '_first'].notna().any() else '–'
         lines.append(f'| `{a}` | {len(g)} | ' + ' | '.join(cell(n) for n in names) + ' |')
+    by_ws = lambda g, v: paired_stats(v.set_axis(pd.MultiIndex.from_frame(g[['warmstart', 'seed']])))     # over warm starts, the seeds averaged
+    multi = 'warmstart' in df and df.warmstart.nunique() > 1
+    if multi:
+        changed = ('accuracy', 'zero_signal', 'entropy', 'delegations')
+        lines += ['', '| arm | ' + ' | '.join(f"{n.replace('_', ' ')}, last − first" for n in changed) + ' |', '|---' * (len(changed) + 1) + '|']
+        for a, g in df.groupby('arm', sort=False):
+            cell = lambda n: paired_cell(by_ws(g, g[n + '_last'] - g[n + '_first'])) if n + '_first' in g and g[n + '_first'].notna().all() else '–'
+            lines.append(f'| `{a}` | ' + ' | '.join(cell(n) for n in changed) + ' |')
     if 'silent' in df:
+        count = lambda g, n: (f"{g[n].mean():.1f}" + (" [{0.low:.1f}, {0.high:.1f}]".format(by_ws(g, g[n])) if multi else ''))
         lines += ['', '| arm | runs | silent groups per run, all steps | of which all wrong, at least | all right, at least |', '|---|---|---|---|---|']
-        lines += [f"| `{a}` | {len(g)} | {g['silent'].mean():.1f} | {g['silent_wrong'].mean():.1f} | {g['silent_right'].mean():.1f} |" for a, g in df.groupby('arm', sort=False)]
+        lines += [f"| `{a}` | {len(g)} | {count(g, 'silent')} | {count(g, 'silent_wrong')} | {count(g, 'silent_right')} |" for a, g in df.groupby('arm', sort=False)]
     return '\n'.join(lines)
 
 # %% ../nbs/21d_real_contrast.ipynb #rc000009
