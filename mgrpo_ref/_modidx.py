@@ -367,6 +367,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mgrpo_ref.real.write_rows': ('real_tools.html#write_rows', 'mgrpo_ref/real.py')},
             'mgrpo_ref.real_contrast': { 'mgrpo_ref.real_contrast.before_of': ( 'real_contrast.html#before_of',
                                                                                 'mgrpo_ref/real_contrast.py'),
+                                         'mgrpo_ref.real_contrast.befores_table': ( 'real_contrast.html#befores_table',
+                                                                                    'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.doc_parts': ( 'real_contrast.html#doc_parts',
                                                                                 'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.evaluations': ( 'real_contrast.html#evaluations',

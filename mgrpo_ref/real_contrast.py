@@ -4,9 +4,10 @@
 
 # %% auto #0
 __all__ = ['REAL_ARMS', 'START', 'START_MODE', 'REAL_MODEL', 'WARM_STARTS', 'PRIMARY', 'TABLES_MARK', 'PARTS', 'warm_start_path',
-           'evaluations', 'finished_runs', 'before_of', 'grid_rows', 'grid_table', 'question_differences',
-           'primary_table', 'silent_groups', 'trace_keys', 'training_steps', 'run_trace', 'real_contrast_trace',
-           'trace_table', 'hop_rows', 'hop_table', 'runs_per_warmstart', 'real_contrast_docs', 'doc_parts']
+           'evaluations', 'finished_runs', 'befores_table', 'before_of', 'grid_rows', 'grid_table',
+           'question_differences', 'primary_table', 'silent_groups', 'trace_keys', 'training_steps', 'run_trace',
+           'real_contrast_trace', 'trace_table', 'hop_rows', 'hop_table', 'runs_per_warmstart', 'real_contrast_docs',
+           'doc_parts']
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000005
 import json, re
@@ -39,6 +40,14 @@ def finished_runs(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds
             for s in seeds:
                 run = Path(out) / f'ws{w}' / a / f'seed{s}'
                 if (run / 'summary.json').exists(): yield w, a, s, run, json.loads((run / 'config.json').read_text())
+
+def befores_table(out: str | Path, warmstarts=WARM_STARTS):
+    "Each warm start's shared evaluations before training under OUT (the grid's, not `eval_spread`'s other seeds), where all three starts have been evaluated: one row per warm start, accuracy by start, sampled and greedy."
+    import pandas as pd
+    files = {w: {start: Path(out, f'ws{w}', 'before', f"{start.replace(' ', '_')}.json") for start in START_MODE} for w in warmstarts}
+    rows = [{'warm start': w, 'start': start, **{k: json.loads(f.read_text())[k] for k in ('sampled', 'greedy')}}
+            for w, fs in files.items() if all(f.exists() for f in fs.values()) for start, f in fs.items()]
+    return pd.DataFrame(rows).pivot(index='warm start', columns='start', values=['sampled', 'greedy'])
 
 def before_of(out: str | Path, w: int, arm: str) -> dict:
     "The evaluation before training that `arm`'s runs from warm start `w` share."
