@@ -382,6 +382,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                          'mgrpo_ref.real_contrast.hop_rows': ('real_contrast.html#hop_rows', 'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.hop_table': ( 'real_contrast.html#hop_table',
                                                                                 'mgrpo_ref/real_contrast.py'),
+                                         'mgrpo_ref.real_contrast.over_warmstarts': ( 'real_contrast.html#over_warmstarts',
+                                                                                      'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.primary_table': ( 'real_contrast.html#primary_table',
                                                                                     'mgrpo_ref/real_contrast.py'),
                                          'mgrpo_ref.real_contrast.question_differences': ( 'real_contrast.html#question_differences',

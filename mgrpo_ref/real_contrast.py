@@ -6,8 +6,8 @@
 __all__ = ['REAL_ARMS', 'START', 'START_MODE', 'REAL_MODEL', 'WARM_STARTS', 'PRIMARY', 'TABLES_MARK', 'PARTS', 'warm_start_path',
            'evaluations', 'finished_runs', 'befores_table', 'before_of', 'grid_rows', 'grid_table',
            'question_differences', 'primary_table', 'silent_groups', 'trace_keys', 'training_steps', 'run_trace',
-           'real_contrast_trace', 'trace_table', 'hop_rows', 'hop_table', 'runs_per_warmstart', 'real_contrast_docs',
-           'doc_parts']
+           'real_contrast_trace', 'over_warmstarts', 'trace_table', 'hop_rows', 'hop_table', 'runs_per_warmstart',
+           'real_contrast_docs', 'doc_parts']
 
 # %% ../nbs/21d_real_contrast.ipynb #gr000005
 import json, re
@@ -166,25 +166,30 @@ def real_contrast_trace(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS,
         rows.append({'warmstart': w, 'arm': a, 'seed': s, **run_trace(metrics, a, head), **silent_groups(metrics, a, c['rollout']['k'], c['questions_per_step'])})
     return rows
 
+def over_warmstarts(runs, values):
+    "`paired_stats` of one value per run (`values`, aligned with the frame `runs`' warmstart and seed columns): the mean over warm starts of each one's seed mean, with its t interval."
+    import pandas as pd
+    from mgrpo_ref.paired import paired_stats
+    return paired_stats(pd.Series(list(values), index=pd.MultiIndex.from_frame(runs[['warmstart', 'seed']])))
+
 def trace_table(rows: list[dict]) -> str:
     "Markdown: per arm, the mean over its runs of each traced quantity, first steps -> last steps ('–' where the arm has none); where the rows span warm starts, the change (last minus first) of the deciding agent's accuracy, zero signal, the trained model's entropy and the delegations, each with its [95% CI over warm starts]; then, where the rows have them, the `silent_groups` counts per run (their mean over its runs, [95% CI over warm starts])."
     import pandas as pd
-    from mgrpo_ref.paired import paired_cell, paired_stats
+    from mgrpo_ref.paired import paired_cell
     df, names = pd.DataFrame(rows), ('accuracy', 'zero_signal', 'format_ok', 'cut', 'entropy', 'sub_entropy', 'sub_zero_signal', 'delegations')
     lines = ['| arm | runs | ' + ' | '.join(n.replace('_', ' ') for n in names) + ' |', '|---' * (len(names) + 2) + '|']
     for a, g in df.groupby('arm', sort=False):
         cell = lambda n: f"{g[n + '_first'].mean():.3f} → {g[n + '_last'].mean():.3f}" if n + '_first' in g and g[n + '_first'].notna().any() else '–'
         lines.append(f'| `{a}` | {len(g)} | ' + ' | '.join(cell(n) for n in names) + ' |')
-    by_ws = lambda g, v: paired_stats(v.set_axis(pd.MultiIndex.from_frame(g[['warmstart', 'seed']])))     # over warm starts, the seeds averaged
     multi = 'warmstart' in df and df.warmstart.nunique() > 1
     if multi:
         changed = ('accuracy', 'zero_signal', 'entropy', 'delegations')
         lines += ['', '| arm | ' + ' | '.join(f"{n.replace('_', ' ')}, last − first" for n in changed) + ' |', '|---' * (len(changed) + 1) + '|']
         for a, g in df.groupby('arm', sort=False):
-            cell = lambda n: paired_cell(by_ws(g, g[n + '_last'] - g[n + '_first'])) if n + '_first' in g and g[n + '_first'].notna().all() else '–'
+            cell = lambda n: paired_cell(over_warmstarts(g, g[n + '_last'] - g[n + '_first'])) if n + '_first' in g and g[n + '_first'].notna().all() else '–'
             lines.append(f'| `{a}` | ' + ' | '.join(cell(n) for n in changed) + ' |')
     if 'silent' in df:
-        count = lambda g, n: (f"{g[n].mean():.1f}" + (" [{0.low:.1f}, {0.high:.1f}]".format(by_ws(g, g[n])) if multi else ''))
+        count = lambda g, n: (f"{g[n].mean():.1f}" + (" [{0.low:.1f}, {0.high:.1f}]".format(over_warmstarts(g, g[n])) if multi else ''))
         lines += ['', '| arm | runs | silent groups per run, all steps | of which all wrong, at least | all right, at least |', '|---|---|---|---|---|']
         lines += [f"| `{a}` | {len(g)} | {count(g, 'silent')} | {count(g, 'silent_wrong')} | {count(g, 'silent_right')} |" for a, g in df.groupby('arm', sort=False)]
     return '\n'.join(lines)
@@ -208,10 +213,10 @@ def hop_rows(out: str | Path, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 
 def hop_table(rows: list[dict]) -> str:
     "Markdown: per arm and question depth, the mean over its runs of held-out accuracy before -> after and the gain on those questions ([95% CI over warm starts] warm starts ahead, as in `grid_table`), sampled and greedy."
     import pandas as pd
-    from mgrpo_ref.paired import paired_cell, paired_stats
+    from mgrpo_ref.paired import paired_cell
     lines = ['| arm | hops | runs | questions | sampled | gain, sampled | greedy | gain, greedy |', '|---|---|---|---|---|---|---|---|']
     for (a, h), g in pd.DataFrame(rows).groupby(['arm', 'hops'], sort=False):
-        gain = lambda after, before: paired_cell(paired_stats((g[after] - g[before]).set_axis(pd.MultiIndex.from_frame(g[['warmstart', 'seed']]))))
+        gain = lambda after, before: paired_cell(over_warmstarts(g, g[after] - g[before]))
         lines.append(f"| `{a}` | {h} | {len(g)} | {g.questions.iloc[0]} | {g.before.mean():.3f} → {g.after.mean():.3f} | {gain('after', 'before')} | "
                      f"{g.greedy_before.mean():.3f} → {g.greedy_after.mean():.3f} | {gain('greedy_after', 'greedy_before')} |")
     return '\n'.join(lines)
