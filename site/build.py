@@ -2,8 +2,9 @@
 pages of site/, the tables and figures of docs/, into _site/. Nothing is executed and nothing is downloaded.
 
 1. stage: copy nbs/*.ipynb into build/site/src, with nbdev's directives turned into the tags myst-nb reads
-   (`#| hide` hides a cell, a cell holding only `#| default_exp` is hidden as nbdev's own docs hide it, other
-   `#| ...` lines are dropped from the code shown), progress-bar widget outputs dropped (their state is not
+   (`#| hide` hides a cell, a cell holding only `#| default_exp` is hidden as nbdev's own docs hide it,
+   `#| code-fold: true` folds its code behind a "Show code" toggle as Quarto's option does, other `#| ...` lines
+   are dropped from the code shown), progress-bar widget outputs dropped (their state is not
    saved, so they would render as a stale "0%"), and links to `../x` (the repository root, seen from nbs/)
    made relative to the staged root, where docs/ is copied; copy site/*.md the same way, leaving out includes
    and figures of docs/ that are not committed; append the sidebar, built from site/toc.yml, to index.
@@ -66,6 +67,7 @@ def stage_cell(cell) -> None:
     tags = set(cell.metadata.get('tags', []))
     if 'hide' in dirs or dirs.get('include') == 'false' or ('default_exp' in dirs and not ''.join(code).strip()): tags.add('remove-cell')
     if dirs.get('echo') == 'false': tags.add('remove-input')
+    if dirs.get('code-fold') == 'true': tags.add('hide-input')              # myst-nb: the code in a closed toggle, the output shown
     if dirs.get('output') == 'false': tags.add('remove-output')
     cell.source = '\n'.join(code).strip('\n')
     if tags: cell.metadata['tags'] = sorted(tags)

@@ -76,6 +76,7 @@ def test_staging_hides_what_nbdev_hides(tmp_path):
     nb.cells = [nbformat.v4.new_markdown_cell('# T\n> sub\n\n![fig](../docs/results.png)'),
                 nbformat.v4.new_code_cell('#| default_exp thing'),
                 nbformat.v4.new_code_cell('#| hide\nimport secret'),
+                nbformat.v4.new_code_cell('#| code-fold: true\nassert 1 + 1 == 2'),
                 nbformat.v4.new_code_cell('#| export\ndef f(): return 1', outputs=[
                     nbformat.v4.new_output('display_data', data={'application/vnd.jupyter.widget-view+json': {}, 'text/plain': '0%'}),
                     nbformat.v4.new_output('stream', text='kept\n')])]
@@ -85,8 +86,9 @@ def test_staging_hides_what_nbdev_hides(tmp_path):
     out = nbformat.read(tmp_path/'b.ipynb', as_version=4)
     assert 'widgets' not in out.metadata and out.metadata.language_info['pygments_lexer'] == 'ipython3'
     assert '](docs/results.png)' in out.cells[0].source                        # ../x seen from nbs/ is x at the staged root
-    assert [c.metadata.get('tags') for c in out.cells[1:]] == [['remove-cell'], ['remove-cell'], None]
-    assert out.cells[3].source == 'def f(): return 1' and [o.output_type for o in out.cells[3].outputs] == ['stream']
+    assert [c.metadata.get('tags') for c in out.cells[1:]] == [['remove-cell'], ['remove-cell'], ['hide-input'], None]
+    assert out.cells[3].source == 'assert 1 + 1 == 2'                          # folded, not removed: the code is one click away
+    assert out.cells[4].source == 'def f(): return 1' and [o.output_type for o in out.cells[4].outputs] == ['stream']
 
 
 def test_a_missing_docs_file_is_named_not_broken(tmp_path):
