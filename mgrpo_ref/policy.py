@@ -120,11 +120,10 @@ def _no_hf_bars():
 
 @contextmanager
 def quiet_peft():
-    "Silence two peft (0.21) warnings that are noise here: it asks the model `is_gradient_checkpointing`, which transformers (5.x) warns is deprecated, and on save it looks for a config.json beside a base loaded from a GGUF folder (to check whether the embeddings changed: they are frozen)."
+    "Silence a peft (0.21) warning that is noise here: it asks the model `is_gradient_checkpointing`, which transformers (5.x) warns is deprecated. (Its save-time lookup of the base's config.json, to see whether the vocabulary was resized, `Policy.save` turns off: the adapters never resize it.)"
     import warnings
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message='.*is_gradient_checkpointing.*', category=FutureWarning)
-        warnings.filterwarnings('ignore', message='Could not find a config file in .*', category=UserWarning)
         yield
 
 def merged_weights(model, into: nn.Module | None = None) -> nn.Module:
@@ -197,7 +196,7 @@ class Policy:
         if self.adapted and self.base is None: raise ValueError("adapters are saved without their base, which this policy cannot name (base=None): load the base with Policy.load first")
         p = Path(path); p.mkdir(parents=True, exist_ok=True)
         with _no_hf_bars(), quiet_peft():
-            self.model.save_pretrained(p)
+            self.model.save_pretrained(p, **({'save_embedding_layers': False} if self.adapted else {}))   # adapters never resize the vocabulary: no lookup of the base on the hub
             if not self.adapted: self.tokenizer.save_pretrained(p)
             else:
                 (p/'README.md').unlink(missing_ok=True)   # peft's model card, written with every save: not part of a checkpoint

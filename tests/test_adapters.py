@@ -145,3 +145,17 @@ def test_peft_loads_a_shipped_adapter_from_another_folder(tmp_path):
     with torch.no_grad(): want = Policy.load(real_warmstart() / 'main').model(input_ids=torch.tensor([ids])).logits
     got = torch.load(tmp_path / 'elsewhere' / 'logits.pt')
     assert got.shape == want.shape and (got - want).abs().max() < 1e-3, float((got - want).abs().max())
+
+
+def test_saving_adapters_looks_nothing_up_on_the_hub(tmp_path, monkeypatch):
+    "An adapted policy whose base is named by its hub id (as the shipped adapters name SmolLM2) saves without peft asking the hub whether the base's config.json exists (its `save_embedding_layers='auto'` check), and the saved adapters load back to the same weights."
+    import peft.utils.save_and_load as sl
+    def no_lookup(*a, **k): raise AssertionError(f'a hub lookup at save time: {a}')
+    monkeypatch.setattr(sl, 'check_file_exists_on_hf_hub', no_lookup)
+    pol = adapted('main')
+    pol.model.peft_config['default'].base_model_name_or_path = 'HuggingFaceTB/SmolLM2-135M-Instruct'   # not a folder here
+    pol.save(tmp_path / 'main')
+    back = Policy.load(tmp_path / 'main')
+    want = {n: p for n, p in pol.model.named_parameters() if 'lora_' in n}
+    got = {n: p for n, p in back.model.named_parameters() if 'lora_' in n}
+    assert want.keys() == got.keys() and len(want) > 0 and all(torch.equal(want[n], got[n]) for n in want)
