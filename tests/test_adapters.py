@@ -150,10 +150,11 @@ def test_peft_loads_a_shipped_adapter_from_another_folder(tmp_path):
 def test_saving_adapters_looks_nothing_up_on_the_hub(tmp_path, monkeypatch):
     "An adapted policy whose base is named by its hub id (as the shipped adapters name SmolLM2) saves without peft asking the hub whether the base's config.json exists (its `save_embedding_layers='auto'` check), and the saved adapters load back to the same weights."
     import peft.utils.save_and_load as sl
+    from mgrpo_ref.policy import HUB_NAMES
     def no_lookup(*a, **k): raise AssertionError(f'a hub lookup at save time: {a}')
     monkeypatch.setattr(sl, 'check_file_exists_on_hf_hub', no_lookup)
     pol = adapted('main')
-    pol.model.peft_config['default'].base_model_name_or_path = 'HuggingFaceTB/SmolLM2-135M-Instruct'   # not a folder here
+    pol.model.peft_config['default'].base_model_name_or_path = HUB_NAMES['smollm2']   # a hub id, not a folder here
     pol.save(tmp_path / 'main')
     back = Policy.load(tmp_path / 'main')
     want = {n: p for n, p in pol.model.named_parameters() if 'lora_' in n}
