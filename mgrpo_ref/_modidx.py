@@ -419,6 +419,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'mgrpo_ref.real_curves.curve_jobs': ('real_curves.html#curve_jobs', 'mgrpo_ref/real_curves.py'),
                                        'mgrpo_ref.real_curves.curve_rows': ('real_curves.html#curve_rows', 'mgrpo_ref/real_curves.py'),
                                        'mgrpo_ref.real_curves.curve_table': ('real_curves.html#curve_table', 'mgrpo_ref/real_curves.py'),
+                                       'mgrpo_ref.real_curves.depth_gains': ('real_curves.html#depth_gains', 'mgrpo_ref/real_curves.py'),
                                        'mgrpo_ref.real_curves.episodes_markdown': ( 'real_curves.html#episodes_markdown',
                                                                                     'mgrpo_ref/real_curves.py'),
                                        'mgrpo_ref.real_curves.greedy_episode': ( 'real_curves.html#greedy_episode',

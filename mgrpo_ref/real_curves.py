@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['CURVE_STEPS', 'CURVE_EVERY', 'CURVE_SEED', 'COUNTS', 'HAS_COUNTS', 'EPISODE_ARMS', 'curve_config', 'train_curve',
            'count_evaluation', 'curve_jobs', 'real_curves', 'curve_rows', 'auc', 'curve_frame', 'curve_table',
-           'collapses', 'block_trace', 'behaviour_rows', 'greedy_episode', 'machine_rows', 'plot_curves',
+           'depth_gains', 'collapses', 'block_trace', 'behaviour_rows', 'greedy_episode', 'machine_rows', 'plot_curves',
            'real_curves_docs', 'episodes_markdown', 'mgrpo_real_curves']
 
 # %% ../nbs/21f_real_curves.ipynb #cv000007
@@ -134,6 +134,21 @@ def curve_table(rows: list[dict], base: str = 'mgrpo') -> str:
               + ', '.join(f"`{a}` {s if s is not None else f'> {steps[-1]}'}" for a, s in reach.items())]
     return '\n'.join(lines)
 
+# %% ../nbs/21f_real_curves.ipynb #cv000035
+def depth_gains(rows: list[dict]) -> str:
+    "Markdown: per arm and depth, the gain on that depth's questions from the first evaluated step (0) to the last, sampled and greedy: the mean [95% CI over warm starts] and the warm starts that gained (`paired_cell`); the mean alone from one warm start."
+    from mgrpo_ref.paired import paired_cell, paired_stats
+    df = curve_frame(rows)
+    first, last = df.step.min(), df.step.max()
+    depths = sorted(int(c[len('sampled_h'):]) for c in df if c.startswith('sampled_h'))
+    lines = ['| arm | accuracy | ' + ' | '.join(f"{h} hop{'s' if h > 1 else ''}" for h in depths) + ' |', '|---|---|' + '---|' * len(depths)]
+    for a in [a for a in REAL_ARMS if a in set(df.arm)]:
+        g = df[df.arm == a].set_index('warmstart')
+        for k in ('sampled', 'greedy'):
+            gains = [g[g.step == last][f'{k}_h{h}'] - g[g.step == first][f'{k}_h{h}'] for h in depths]
+            lines.append(f"| `{a}` | {k} | " + ' | '.join(paired_cell(paired_stats(s)) if len(s) > 1 else f'{s.mean():+.3f}' for s in gains) + ' |')
+    return '\n'.join(lines)
+
 # %% ../nbs/21f_real_curves.ipynb #cv000020
 def collapses(rows: list[dict], metrics: list[dict], arm: str, drop: float = 0.10, format_ok: float = 0.8, window: int = 4) -> dict:
     "One run's collapses (the plan's): `accuracy`, its sampled accuracy at an evaluation at least `drop` below its step 0 (`rows`: its `curve_rows`); `format`, its deciding agent's training format-ok averaging under `format_ok` over `window` consecutive steps (`metrics`: its metrics.jsonl)."
@@ -223,7 +238,7 @@ def plot_curves(rows: list[dict]):
     return fig
 
 def real_curves_docs(curves, docs, results='results/real-contrast', warmstarts=WARM_STARTS, arms=REAL_ARMS) -> str:
-    """Write DOCS/real_curves.csv (`curve_rows`), real_curves.md (`curve_table`, collapses, `block_trace` and depth tables), real_curves.png (`plot_curves`) and real_behaviour.csv (`behaviour_rows`) from the finished curve runs under CURVES; returns the markdown.
+    """Write DOCS/real_curves.csv (`curve_rows`), real_curves.md (`curve_table`, collapses, `block_trace`, the depth table and `depth_gains`), real_curves.png (`plot_curves`) and real_behaviour.csv (`behaviour_rows`) from the finished curve runs under CURVES; returns the markdown.
     A warm start enters them once every arm of `arms` has finished there, so that every arm is compared over the same warm starts; the others are listed."""
     import pandas as pd
     done = {w: [a for _, a, *_ in finished_runs(curves, (w,), arms, (CURVE_SEED,))] for w in warmstarts}
@@ -239,8 +254,9 @@ def real_curves_docs(curves, docs, results='results/real-contrast', warmstarts=W
     text += '\nTraining per 12-step block, means over runs (`block_trace`):\n\n| arm | steps | format ok | zero signal | entropy |\n|---|---|---|---|---|\n'
     text += ''.join(f"| `{a}` | {s} | {g.format_ok.mean():.3f} | {g.zero_signal.mean():.3f} | {g.entropy.mean():.3f} |\n" for (a, s), g in blocks.groupby(['arm', 'steps'], sort=False))
     hop_cols = sorted(c for c in df if c.startswith('sampled_h'))
-    text += '\nSampled accuracy by depth, means over warm starts:\n\n| arm | step | ' + ' | '.join(f'{c[-1]} hops' for c in hop_cols) + ' |\n|---|---|' + '---|' * len(hop_cols) + '\n'
+    text += '\nSampled accuracy by depth, means over warm starts:\n\n| arm | step | ' + ' | '.join(f"{c[-1]} hop{'s' if c[-1] != '1' else ''}" for c in hop_cols) + ' |\n|---|---|' + '---|' * len(hop_cols) + '\n'
     text += ''.join(f"| `{a}` | {s} | " + ' | '.join(f'{g[c].mean():.3f}' for c in hop_cols) + ' |\n' for (a, s), g in df.groupby(['arm', 'step'], sort=False))
+    text += f'\nGain by depth from step {df.step.min()} to step {df.step.max()}, [95% CI over warm starts] and the warm starts that gained (`depth_gains`):\n\n' + depth_gains(rows) + '\n'
     if mach := machine_rows(curves, results, warmstarts, arms):
         text += ('\nWhat another machine changes (`machine_rows`: a before evaluated again, and a fresh curve run against the grid\'s run):\n\n'
                  '| what | warm start | sampled: committed, again | greedy: committed, again | answers that differ, greedy; sampled |\n|---|---|---|---|---|\n'

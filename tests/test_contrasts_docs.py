@@ -62,6 +62,17 @@ def test_real_contrast_docs_are_the_committed_runs(tmp_path):
         assert (ROOT / 'docs' / f).read_text() == (tmp_path / f).read_text(), f
 
 
+def test_real_curves_docs_are_the_committed_runs(tmp_path):
+    "docs/real_curves.md, real_curves.csv and real_behaviour.csv are what the committed curve runs (results/real-curves) give."
+    from mgrpo_ref.real_curves import real_curves_docs
+    res = ROOT / 'results' / 'real-curves'
+    if not res.is_dir(): pytest.skip('no curve run is committed yet')
+    text = real_curves_docs(res, tmp_path, ROOT / 'results' / 'real-contrast')
+    assert (ROOT / 'docs' / 'real_curves.md').read_text() == text, 'rerun: mgrpo-real-curves --tables'
+    for f in ('real_curves.csv', 'real_behaviour.csv'):
+        assert (ROOT / 'docs' / f).read_text() == (tmp_path / f).read_text(), f'{f}: rerun mgrpo-real-curves --tables'
+
+
 def test_the_first_real_contrast_is_kept_as_it_was():
     "The one-warm-start contrast (results/real-contrast-1ws) and its tables (docs/previous/real_contrast_1ws*) stay together: nine runs, each table's rows those runs."
     runs = pd.read_csv(ROOT / 'docs' / 'previous' / 'real_contrast_1ws.csv')
