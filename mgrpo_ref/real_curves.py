@@ -106,8 +106,8 @@ def curve_frame(rows: list[dict]):
     for k in ('sampled', 'greedy'): df[f'{k}_gain'] = df[k] - df.groupby(['arm', 'warmstart'])[k].transform('first')
     return df
 
-def curve_table(rows: list[dict], base: str = 'mgrpo') -> str:
-    "Markdown: per arm, the mean sampled gain at each evaluated step [95% CI over warm starts] with its sd over warm starts (the spread: stability), and the AUC; then `base`'s AUC minus each arm's (PRIMARY: t over warm starts, Holm), sampled and greedy; then the first step at which each arm's mean gain reaches `base`'s at its first evaluation after step 0."
+def curve_table(rows: list[dict], base: str = 'mgrpo', planned: int = len(WARM_STARTS)) -> str:
+    "Markdown: per arm, the mean sampled gain at each evaluated step [95% CI over warm starts] with its sd over warm starts (the spread: stability), and the AUC; then `base`'s AUC minus each arm's (PRIMARY: t over warm starts, Holm), sampled and greedy, marked interim while fewer than the `planned` warm starts are in; then the first step at which each arm's mean gain reaches `base`'s at its first evaluation after step 0."
     import pandas as pd
     from mgrpo_ref.paired import holm, paired_cell, paired_stats
     df = curve_frame(rows)
@@ -120,11 +120,15 @@ def curve_table(rows: list[dict], base: str = 'mgrpo') -> str:
         g, ar = df[df.arm == a], areas[areas.arm == a].set_index('warmstart') if len(areas) else None
         lines.append(f"| `{a}` | {g.warmstart.nunique()} | " + ' | '.join(cell(g[g.step == s].set_index('warmstart').sampled_gain) for s in steps[1:])
                      + ' | ' + ' | '.join(cell(ar[k]) if ar is not None and len(ar) else '–' for k in ('sampled', 'greedy')) + ' |')
+    adj = {}
     if len(areas) and (areas.arm == base).any() and set(areas.arm) & set(PRIMARY):
         wide = {k: areas.pivot(index='warmstart', columns='arm', values=k) for k in ('sampled', 'greedy')}
         tests = {(a, k): paired_stats((wide[k][base] - wide[k][a]).dropna().rename_axis('warmstart'))
                  for a in PRIMARY if a in wide['sampled'] for k in ('sampled', 'greedy') if (wide[k][base] - wide[k][a]).notna().sum() > 1}
         adj = holm({a: tests[a, 'sampled'].p for a in PRIMARY if (a, 'sampled') in tests})
+    if adj:                                                              # a test needs two warm starts
+        if (n := areas.warmstart.nunique()) < planned:
+            lines += ['', f'Interim: {n} of the plan\'s {planned} warm starts. The planned test is the one at {planned}; these p-values are not it.']
         lines += ['', f'| AUC: `{base}` − arm | sampled [95% CI over warm starts] | p (t) | p (Holm) | holds at 0.05 | greedy |', '|---|---|---|---|---|---|']
         lines += [f"| `{a}` | {paired_cell(tests[a, 'sampled'])} | {tests[a, 'sampled'].p:.3f} | {adj[a]:.3f} | {'yes' if adj[a] < 0.05 else 'no'} | "
                   f"{paired_cell(tests[a, 'greedy']) if (a, 'greedy') in tests else '–'} |" for a in adj]
