@@ -65,7 +65,8 @@ def curve_jobs(out, grid, config, warmstarts=WARM_STARTS, arms=REAL_ARMS, result
 def real_curves(out, grid, config, warmstarts=WARM_STARTS, arms=REAL_ARMS, workers: int = 2, results='results/real-contrast',
                 curve_results='results/real-curves') -> None:
     "Every curve run and count evaluation that is missing (`curve_jobs`), `workers` at a time, each run's small files archived to CURVE_RESULTS as it finishes."
-    real_grid_pool(curve_jobs(out, grid, config, warmstarts, arms, results), workers, lambda: archive(out, curve_results, warmstarts, arms, (CURVE_SEED,)))
+    real_grid_pool(curve_jobs(out, grid, config, warmstarts, arms, results), workers,
+                   lambda: archive(out, curve_results, warmstarts, arms, (CURVE_SEED,)), 'curve runs and count evaluations')
 
 # %% ../nbs/21f_real_curves.ipynb #cv000015
 def _accuracies(by_question: dict, hops: dict) -> dict:
@@ -132,6 +133,7 @@ def curve_table(rows: list[dict], base: str = 'mgrpo', planned: int = len(WARM_S
         lines += ['', f'| AUC: `{base}` − arm | sampled [95% CI over warm starts] | p (t) | p (Holm) | holds at 0.05 | greedy |', '|---|---|---|---|---|---|']
         lines += [f"| `{a}` | {paired_cell(tests[a, 'sampled'])} | {tests[a, 'sampled'].p:.3f} | {adj[a]:.3f} | {'yes' if adj[a] < 0.05 else 'no'} | "
                   f"{paired_cell(tests[a, 'greedy']) if (a, 'greedy') in tests else '–'} |" for a in adj]
+    if base not in set(df.arm): return '\n'.join(lines)                  # no base arm: no steps to reach it
     target = df[(df.arm == base) & (df.step == steps[min(1, len(steps) - 1)])].sampled_gain.mean()
     reach = {a: next((s for s in steps[1:] if g[g.step == s].sampled_gain.mean() >= target), None) for a, g in df.groupby('arm', sort=False)}
     lines += ['', f"Steps to reach `{base}`'s mean sampled gain at step {steps[min(1, len(steps) - 1)]} ({target:+.3f}): "

@@ -84,17 +84,19 @@ def _call(job):
     f, args = job
     return f(*args)
 
-def real_grid_pool(jobs: list, workers: int = 2, after=None) -> None:
-    "Run the (function, arguments) `jobs`, `workers` at a time, each in a fresh worker process with one torch thread (in this process, one after another, where `workers` is 1), calling `after()` as each finishes."
-    if workers == 1:
-        for j in jobs:
-            _call(j)
-            if after: after()
-        return
-    with ProcessPoolExecutor(workers, mp_context=get_context('spawn'), max_tasks_per_child=1) as pool:   # a fresh process per job: its memory goes back
-        for f in as_completed([pool.submit(_call, j) for j in jobs]):
-            f.result()
-            if after: after()
+def real_grid_pool(jobs: list, workers: int = 2, after=None, desc: str = 'jobs') -> None:
+    "Run the (function, arguments) `jobs`, `workers` at a time, each in a fresh worker process with one torch thread (in this process, one after another, where `workers` is 1), calling `after()` as each finishes; a bar counts the finished jobs (a run's steps are in its metrics.jsonl)."
+    from tqdm.auto import tqdm
+    with tqdm(total=len(jobs), desc=desc, disable=not jobs) as bar:
+        if workers == 1:
+            for j in jobs:
+                _call(j); bar.update()
+                if after: after()
+            return
+        with ProcessPoolExecutor(workers, mp_context=get_context('spawn'), max_tasks_per_child=1) as pool:   # a fresh process per job: its memory goes back
+            for f in as_completed([pool.submit(_call, j) for j in jobs]):
+                f.result(); bar.update()
+                if after: after()
 
 def real_grid(out: str | Path, config, warmstarts=WARM_STARTS, arms=REAL_ARMS, seeds=(0, 1), workers: int = 2,
               results: str | Path = 'results/real-contrast', spread=()) -> None:
@@ -102,7 +104,8 @@ def real_grid(out: str | Path, config, warmstarts=WARM_STARTS, arms=REAL_ARMS, s
     for w in warmstarts:
         if not (warm_start_path(w, results) / 'warmstart.json').exists(): raise FileNotFoundError(f"warm start {w} is missing: make real-warmstarts REAL_WS={w}")
     befores, runs = grid_jobs(out, config, warmstarts, arms, seeds, results, spread)
-    for jobs in (befores, runs): real_grid_pool(jobs, workers, lambda: archive(out, results, warmstarts, arms, seeds))
+    for jobs, desc in ((befores, 'evaluations before training'), (runs, 'grid runs')):
+        real_grid_pool(jobs, workers, lambda: archive(out, results, warmstarts, arms, seeds), desc)
 
 # %% ../nbs/21e_real_grid.ipynb #gr000020
 def eval_spread(out: str | Path, w: int, start: str, config, eval_seeds=(1, 2), results: str | Path = 'results/real-contrast') -> dict:
