@@ -686,7 +686,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mgrpo_ref.trainer.Trainer.save_checkpoint': ( 'trainer.html#trainer.save_checkpoint',
                                                                                   'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.Trainer.step': ('trainer.html#trainer.step', 'mgrpo_ref/trainer.py'),
-                                   'mgrpo_ref.trainer.cpu_of': ('trainer.html#cpu_of', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.default_start': ('trainer.html#default_start', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.evaluate_system': ('trainer.html#evaluate_system', 'mgrpo_ref/trainer.py'),
                                    'mgrpo_ref.trainer.flat_config': ('trainer.html#flat_config', 'mgrpo_ref/trainer.py'),

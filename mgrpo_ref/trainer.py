@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['TRL_NAMES', 'ROLES', 'ADDED_METRICS', 'EPISODE_MEANS', 'MAX_METRICS', 'evaluate_system', 'publish_checkpoint',
-           'tracker_values', 'flat_config', 'Tracking', 'merge_metrics', 'Trainer', 'cpu_of', 'machine', 'plot_run',
+           'tracker_values', 'flat_config', 'Tracking', 'merge_metrics', 'Trainer', 'machine', 'plot_run',
            'warm_start_folder', 'default_start', 'starting_policies']
 
 # %% ../nbs/17_trainer.ipynb #362e9cf5
@@ -314,18 +314,13 @@ class Trainer:
         return s
 
 # %% ../nbs/17_trainer.ipynb #b8d42f13
-def cpu_of(cpuinfo: str) -> dict:
-    "The first processor of a /proc/cpuinfo text: its name and, where the text gives them, its family and model numbers (two CPUs of one name can differ, and so can their kernels' last digits)."
-    f = {k.strip(): v.strip() for k, v in (l.split(':', 1) for l in cpuinfo.strip().split('\n\n')[0].splitlines() if ':' in l)}
-    return {'cpu': f.get('model name'), 'cpu_model': f"family {f['cpu family']}, model {f['model']}" if {'cpu family', 'model'} <= set(f) else None}
-
-def machine() -> dict:
-    "What a run's last digits depend on beyond its code and config: the processor, the CPU kernels torch picked, the GPU if any, and the library versions."
+def machine(cpuinfo: str | None = None) -> dict:
+    "What a run's last digits depend on beyond its code and config: the processor (the first of `cpuinfo`, this machine's /proc/cpuinfo by default: its name, and its family and model, for two CPUs of one name can differ), the CPU kernels torch picked, the GPU if any, and the library versions."
     import platform, transformers
-    info = Path('/proc/cpuinfo')
-    cpu = cpu_of(info.read_text()) if info.exists() else {'cpu': None, 'cpu_model': None}
-    return {'cpu': cpu['cpu'] or platform.processor(), 'cpu_model': cpu['cpu_model'], 'cpu_capability': torch.backends.cpu.get_cpu_capability(),
-            'gpu': torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+    text = cpuinfo if cpuinfo is not None else Path('/proc/cpuinfo').read_text() if Path('/proc/cpuinfo').exists() else ''
+    f = {k.strip(): v.strip() for k, v in (l.split(':', 1) for l in text.strip().split('\n\n')[0].splitlines() if ':' in l)}
+    return {'cpu': f.get('model name') or platform.processor(), 'cpu_model': f"family {f['cpu family']}, model {f['model']}" if {'cpu family', 'model'} <= set(f) else None,
+            'cpu_capability': torch.backends.cpu.get_cpu_capability(), 'gpu': torch.cuda.get_device_name() if torch.cuda.is_available() else None,
             'torch': torch.__version__, 'transformers': transformers.__version__, 'python': platform.python_version()}
 
 # %% ../nbs/17_trainer.ipynb #0f3213b3
