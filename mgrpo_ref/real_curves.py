@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['CURVE_STEPS', 'CURVE_EVERY', 'CURVE_SEED', 'COUNTS', 'HAS_COUNTS', 'EPISODE_ARMS', 'curve_config', 'train_curve',
-           'count_evaluation', 'curve_jobs', 'real_curves', 'curve_rows', 'auc', 'curve_frame', 'curve_table',
-           'depth_gains', 'collapses', 'block_trace', 'behaviour_rows', 'greedy_episode', 'machine_rows', 'plot_curves',
-           'real_curves_docs', 'episodes_markdown', 'mgrpo_real_curves']
+           'count_evaluation', 'curve_jobs', 'real_curves', 'curve_rows', 'auc', 'ws_cell', 'hops', 'curve_frame',
+           'curve_table', 'depth_gains', 'collapses', 'block_trace', 'behaviour_rows', 'greedy_episode', 'machine_rows',
+           'plot_curves', 'real_curves_docs', 'episodes_markdown', 'mgrpo_real_curves']
 
 # %% ../nbs/21f_real_curves.ipynb #cv000007
 import json, shutil
@@ -100,6 +100,15 @@ def auc(steps, accuracy) -> float:
     return sum((steps[i + 1] - steps[i]) * (a[i] + a[i + 1]) / 2 for i in range(len(steps) - 1)) / (steps[-1] - steps[0])
 
 # %% ../nbs/21f_real_curves.ipynb #cv000017
+def ws_cell(s, sd: bool = False) -> str:
+    "A table cell from one value per warm start (`s`, indexed by warm start): the mean [95% CI over warm starts] and the warm starts above 0 (`paired_cell`), and their sd where `sd`; the mean alone from one warm start."
+    from mgrpo_ref.paired import paired_cell, paired_stats
+    return paired_cell(paired_stats(s)) + (f' (sd {s.std():.3f})' if sd else '') if len(s) > 1 else f'{s.mean():+.3f}'
+
+def hops(h) -> str:
+    "A depth's column name: '1 hop', '2 hops'."
+    return f"{h} hop{'s' if int(h) != 1 else ''}"
+
 def curve_frame(rows: list[dict]):
     "`rows` with each run's gain at every step (accuracy minus its step 0), sampled and greedy."
     import pandas as pd
@@ -115,7 +124,7 @@ def curve_table(rows: list[dict], base: str = 'mgrpo', planned: int = len(WARM_S
     steps = sorted(df.step.unique())
     areas = pd.DataFrame([{'arm': a, 'warmstart': w, **{k: auc(list(g.step), list(g[k])) for k in ('sampled', 'greedy')}}
                           for (a, w), g in df.groupby(['arm', 'warmstart'], sort=False) if list(g.step) == steps])
-    cell = lambda s: f"{paired_cell(paired_stats(s))} (sd {s.std():.3f})" if len(s) > 1 else f'{s.mean():+.3f}'
+    cell = lambda s: ws_cell(s, sd=True)
     lines = ['| arm | warm starts | ' + ' | '.join(f'gain at {s}' for s in steps[1:]) + ' | AUC, sampled | AUC, greedy |', '|---' * (len(steps) + 3) + '|']
     for a in [a for a in REAL_ARMS if a in set(df.arm)]:
         g, ar = df[df.arm == a], areas[areas.arm == a].set_index('warmstart') if len(areas) else None
@@ -130,8 +139,9 @@ def curve_table(rows: list[dict], base: str = 'mgrpo', planned: int = len(WARM_S
     if adj:                                                              # a test needs two warm starts
         if (n := areas.warmstart.nunique()) < planned:
             lines += ['', f'Interim: {n} of the plan\'s {planned} warm starts. The planned test is the one at {planned}; these p-values are not it.']
+        verdict = lambda a: 'yes' if adj[a] < 0.05 else 'no' if tests[a, 'sampled'].detectable else f"no: not detectable at {tests[a, 'sampled'].n} warm starts"
         lines += ['', f'| AUC: `{base}` − arm | sampled [95% CI over warm starts] | p (t) | p (Holm) | holds at 0.05 | greedy |', '|---|---|---|---|---|---|']
-        lines += [f"| `{a}` | {paired_cell(tests[a, 'sampled'])} | {tests[a, 'sampled'].p:.3f} | {adj[a]:.3f} | {'yes' if adj[a] < 0.05 else 'no'} | "
+        lines += [f"| `{a}` | {paired_cell(tests[a, 'sampled'])} | {tests[a, 'sampled'].p:.3f} | {adj[a]:.3f} | {verdict(a)} | "
                   f"{paired_cell(tests[a, 'greedy']) if (a, 'greedy') in tests else '–'} |" for a in adj]
     if base not in set(df.arm): return '\n'.join(lines)                  # no base arm: no steps to reach it
     target = df[(df.arm == base) & (df.step == steps[min(1, len(steps) - 1)])].sampled_gain.mean()
@@ -142,17 +152,16 @@ def curve_table(rows: list[dict], base: str = 'mgrpo', planned: int = len(WARM_S
 
 # %% ../nbs/21f_real_curves.ipynb #cv000035
 def depth_gains(rows: list[dict]) -> str:
-    "Markdown: per arm and depth, the gain on that depth's questions from the first evaluated step (0) to the last, sampled and greedy: the mean [95% CI over warm starts] and the warm starts that gained (`paired_cell`); the mean alone from one warm start."
-    from mgrpo_ref.paired import paired_cell, paired_stats
+    "Markdown: per arm and depth, the gain on that depth's questions from the first evaluated step (0) to the last, sampled and greedy: `ws_cell`."
     df = curve_frame(rows)
     first, last = df.step.min(), df.step.max()
     depths = sorted(int(c[len('sampled_h'):]) for c in df if c.startswith('sampled_h'))
-    lines = ['| arm | accuracy | ' + ' | '.join(f"{h} hop{'s' if h > 1 else ''}" for h in depths) + ' |', '|---|---|' + '---|' * len(depths)]
+    lines = ['| arm | accuracy | ' + ' | '.join(map(hops, depths)) + ' |', '|---|---|' + '---|' * len(depths)]
     for a in [a for a in REAL_ARMS if a in set(df.arm)]:
         g = df[df.arm == a].set_index('warmstart')
         for k in ('sampled', 'greedy'):
             gains = [g[g.step == last][f'{k}_h{h}'] - g[g.step == first][f'{k}_h{h}'] for h in depths]
-            lines.append(f"| `{a}` | {k} | " + ' | '.join(paired_cell(paired_stats(s)) if len(s) > 1 else f'{s.mean():+.3f}' for s in gains) + ' |')
+            lines.append(f"| `{a}` | {k} | " + ' | '.join(map(ws_cell, gains)) + ' |')
     return '\n'.join(lines)
 
 # %% ../nbs/21f_real_curves.ipynb #cv000020
@@ -260,7 +269,7 @@ def real_curves_docs(curves, docs, results='results/real-contrast', warmstarts=W
     text += '\nTraining per 12-step block, means over runs (`block_trace`):\n\n| arm | steps | format ok | zero signal | entropy |\n|---|---|---|---|---|\n'
     text += ''.join(f"| `{a}` | {s} | {g.format_ok.mean():.3f} | {g.zero_signal.mean():.3f} | {g.entropy.mean():.3f} |\n" for (a, s), g in blocks.groupby(['arm', 'steps'], sort=False))
     hop_cols = sorted(c for c in df if c.startswith('sampled_h'))
-    text += '\nSampled accuracy by depth, means over warm starts:\n\n| arm | step | ' + ' | '.join(f"{c[-1]} hop{'s' if c[-1] != '1' else ''}" for c in hop_cols) + ' |\n|---|---|' + '---|' * len(hop_cols) + '\n'
+    text += '\nSampled accuracy by depth, means over warm starts:\n\n| arm | step | ' + ' | '.join(hops(c[-1]) for c in hop_cols) + ' |\n|---|---|' + '---|' * len(hop_cols) + '\n'
     text += ''.join(f"| `{a}` | {s} | " + ' | '.join(f'{g[c].mean():.3f}' for c in hop_cols) + ' |\n' for (a, s), g in df.groupby(['arm', 'step'], sort=False))
     text += f'\nGain by depth from step {df.step.min()} to step {df.step.max()}, [95% CI over warm starts] and the warm starts that gained (`depth_gains`):\n\n' + depth_gains(rows) + '\n'
     if mach := machine_rows(curves, results, warmstarts, arms):
